@@ -1,0 +1,56 @@
+package cleolease
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cleocode/cleolease/lease"
+)
+
+// Lease errors, re-exported from package lease so that callers of the driver
+// need only this package. Test them with errors.Is; read details with
+// errors.As into *lease.Error (alias LeaseError).
+var (
+	// ErrLeaseUnavailable: no grant within _lease_wait (mode require, or the
+	// cold-open lease in any mode but off).
+	ErrLeaseUnavailable = lease.ErrUnavailable
+	// ErrLeaseLost: a fenced commit found that its (holder, epoch) was no
+	// longer active; the transaction was rolled back and changed nothing.
+	ErrLeaseLost = lease.ErrLost
+	// ErrFileChanged: the database path was renamed over or deleted while
+	// the connector was open; writes through it are refused.
+	ErrFileChanged = lease.ErrFileChanged
+)
+
+// LeaseError is the detailed form of every lease failure.
+type LeaseError = lease.Error
+
+var (
+	// ErrForeignTransaction: a write that needs the lease was issued on a
+	// connection inside a transaction the driver did not start (for example
+	// a hand-written BEGIN on a *sql.Conn). The driver neither commits nor
+	// rolls back that transaction; the caller still owns it.
+	ErrForeignTransaction = errors.New("cleolease: refusing to take the writer lease inside a transaction the driver did not start")
+	// ErrPrivateMemory: a private in-memory database (":memory:", or
+	// mode=memory without cache=shared) is a different database on every
+	// pooled connection, so neither a lease nor migrations mean anything.
+	// Use "file::memory:?cache=shared" or a file.
+	ErrPrivateMemory = errors.New("cleolease: a private in-memory database differs on every pooled connection; use file::memory:?cache=shared or a file path")
+)
+
+// DSNError reports a DSN parameter cleolease rejects: an unknown parameter
+// it owns, an underscore parameter go-sqlite3 would silently ignore, or a
+// value that does not parse. Value is empty when the name itself is the
+// problem.
+type DSNError struct {
+	Param  string
+	Value  string
+	Reason string
+}
+
+func (e *DSNError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("cleolease: DSN parameter %q: %s", e.Param, e.Reason)
+	}
+	return fmt.Sprintf("cleolease: DSN parameter %q has bad value %q: %s", e.Param, e.Value, e.Reason)
+}

@@ -1,0 +1,399 @@
+// Package lease is cleolease's writer-lease engine: one cross-process writer
+// lease per (scope, lane) of an SQLite file, kept in the file's own
+// _writer_leases and _writer_queue tables.
+//
+// An Engine belongs to one database file (resolved path plus device and
+// inode) in one process; every connector on that file shares it (Open is
+// reference counted). It owns a private SQLite connection used only for
+// lease bookkeeping — claim, hand-off, heartbeat, queue changes, release —
+// each in its own short BEGIN IMMEDIATE with a short busy timeout, the
+// waiting done in Go so that contexts are honoured. It never runs inside, and
+// never commits or rolls back, a transaction it did not begin.
+//
+// Within a process, writers of one lane pass through a FIFO gate, so they
+// never fight in SQLite's busy handler; across processes the queue table
+// decides who is served next (lower priority first, FIFO within a
+// priority, with aging). A released lane is handed directly to the head of
+// the queue inside the releasing transaction. Dead holders and waiters are
+// recognised from a lock they hold on a sidecar file for their lifetime
+// (see proc_linux.go), not by waiting out a TTL.
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mattn/go-sqlite3"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure an Engine. Path and DSN are required.
+type Options struct {
+	// Path is the database file; it must exist (open a connection first).
+	Path string
+	// DSN opens the engine's private connection with go-sqlite3 (the
+	// caller's DSN minus cleolease parameters). Its busy timeout is
+	// overridden by BusyTimeout.
+	DSN string
+	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
+	TTL time.Duration
+	// Slice is how long a holder keeps a lane for more of its own queued
+	// work while another process waits. 0 means strict FIFO.
+	Slice time.Duration
+	// Linger is how long an idle holder keeps the row while nobody waits.
+	// 0 releases at once.
+	Linger time.Duration
+	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
+	// heartbeat is older than the holder's TTL even when the holder is
+	// provably alive (hung). Writes stay safe (fencing); external side
+	// effects of the robbed holder are not.
+	StealAfterTTL bool
+	// BusyTimeout bounds each SQLite attempt of a lease statement; the
+	// wait between attempts happens in Go. Default 10ms.
+	BusyTimeout time.Duration
+	Clock       Clock
+	Logger      *slog.Logger
+	// MemoryOnly makes an in-process-only engine (shared in-memory
+	// databases): a gate per lane, no tables, no sidecar.
+	MemoryOnly bool
+}
+
+// Engine is the lease engine of one database file in this process.
+type Engine struct {
+	opts     Options
+	path     string // resolved path
+	dev, ino uint64
+	key      string
+
+	holderID string
+	pid      int64
+	start    string
+	side     *sidecar
+
+	db    *sql.DB
+	clock Clock
+	log   *slog.Logger
+	stats Stats
+
+	mu     sync.Mutex
+	lanes  map[laneKey]*laneState
+	refs   int
+	closed bool
+
+	hbStop chan struct{}
+	wg     sync.WaitGroup
+
+	// fault injection for tests: called before each lease statement.
+	hook func(op string) error
+}
+
+type laneKey struct{ scope, lane string }
+
+// processHolderID identifies this process in every lease file it touches.
+var processHolderID = "cl-" + uuid.NewString()
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]*Engine{}
+	memCounter int
+)
+
+// FileKey resolves path to the identity the engine is shared by: the
+// symlink-free absolute path plus device and inode.
+func FileKey(path string) (resolved string, dev, ino uint64, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	resolved, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(resolved, &st); err != nil {
+		return "", 0, 0, err
+	}
+	return resolved, uint64(st.Dev), uint64(st.Ino), nil
+}
+
+// Open returns the engine of the file at opts.Path, creating it on first
+// use in this process (bootstrapping the lease tables) and counting a
+// reference otherwise. Each Open must be paired with Close. Errors:
+// ErrIndexMissing (tampered tables), ErrFileChanged, or the SQLite / file
+// system error that prevented it, wrapped in *Error.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.TTL <= 0 {
+		opts.TTL = 30 * time.Second
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Millisecond
+	}
+	if opts.Clock == nil {
+		opts.Clock = SystemClock{}
+	}
+	var key, resolved string
+	var dev, ino uint64
+	if opts.MemoryOnly {
+		key = "mem:" + opts.Path
+		resolved = opts.Path
+	} else {
+		var err error
+		resolved, dev, ino, err = FileKey(opts.Path)
+		if err != nil {
+			return nil, &Error{Op: "open", Path: opts.Path, Err: fmt.Errorf("%w: %v", ErrFileChanged, err)}
+		}
+		key = fmt.Sprintf("%d:%d", dev, ino)
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if e := registry[key]; e != nil {
+		e.mu.Lock()
+		e.refs++
+		e.mu.Unlock()
+		return e, nil
+	}
+	e := &Engine{
+		opts: opts, path: resolved, dev: dev, ino: ino, key: key,
+		holderID: processHolderID, pid: int64(os.Getpid()), start: procIdentity(),
+		clock: opts.Clock, log: opts.Logger,
+		lanes: map[laneKey]*laneState{}, refs: 1, hbStop: make(chan struct{}),
+	}
+	if !opts.MemoryOnly {
+		if err := e.openStore(ctx); err != nil {
+			return nil, err
+		}
+		e.wg.Add(1)
+		go e.heartbeatLoop()
+	}
+	registry[key] = e
+	return e, nil
+}
+
+func (e *Engine) openStore(ctx context.Context) error {
+	var st unix.Stat_t
+	mode := os.FileMode(0o644)
+	if unix.Stat(e.path, &st) == nil {
+		mode = os.FileMode(st.Mode & 0o777)
+	}
+	side, err := openSidecar(e.path, mode, slotFor(e.holderID))
+	if err != nil {
+		return &Error{Op: "open", Path: e.path, Err: err}
+	}
+	e.side = side
+	if side != nil {
+		e.start += "/" + strconv.FormatUint(side.ino, 10)
+	}
+	e.db = sql.OpenDB(&leaseConnector{dsn: e.opts.DSN, busy: e.opts.BusyTimeout})
+	e.db.SetMaxOpenConns(1)
+	e.db.SetMaxIdleConns(1)
+	e.db.SetConnMaxLifetime(0)
+	if err := e.bootstrap(ctx); err != nil {
+		e.db.Close()
+		if e.side != nil {
+			e.side.close()
+		}
+		var le *Error
+		if errors.As(err, &le) {
+			return err
+		}
+		return &Error{Op: "open", Path: e.path, Err: err}
+	}
+	return nil
+}
+
+// Path is the resolved path of the engine's file.
+func (e *Engine) Path() string { return e.path }
+
+// HolderID is this process's holder id (the holder_id of its rows).
+func (e *Engine) HolderID() string { return e.holderID }
+
+// CheckFile reports ErrFileChanged when the engine's path no longer names
+// the file it was opened on (renamed over, deleted).
+func (e *Engine) CheckFile() error {
+	if e.opts.MemoryOnly {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(e.path, &st); err != nil {
+		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
+	}
+	if uint64(st.Dev) != e.dev || uint64(st.Ino) != e.ino {
+		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged,
+			Reason: fmt.Sprintf("inode %d is now %d", e.ino, st.Ino)}
+	}
+	return nil
+}
+
+// Close drops one reference; the last one hands over or releases every
+// lane this process holds, removes its queue rows, stops the heartbeat,
+// closes the private connection and drops the liveness lock.
+func (e *Engine) Close() error {
+	registryMu.Lock()
+	e.mu.Lock()
+	e.refs--
+	last := e.refs == 0
+	if last {
+		e.closed = true
+		delete(registry, e.key)
+	}
+	lanes := make([]*laneState, 0, len(e.lanes))
+	for _, l := range e.lanes {
+		lanes = append(lanes, l)
+	}
+	e.mu.Unlock()
+	registryMu.Unlock()
+	if !last {
+		return nil
+	}
+	for _, l := range lanes {
+		l.shutdown()
+	}
+	close(e.hbStop)
+	e.wg.Wait()
+	var err error
+	if e.db != nil {
+		err = e.db.Close()
+	}
+	if e.side != nil {
+		if cerr := e.side.close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func (e *Engine) lane(scope, lane string) *laneState {
+	k := laneKey{scope, lane}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.lanes[k]
+	if l == nil {
+		l = newLane(e, scope, lane)
+		e.lanes[k] = l
+	}
+	return l
+}
+
+func (e *Engine) errf(op, scope, lane string, err error, reason string) *Error {
+	return &Error{Op: op, Path: e.path, Scope: scope, Lane: lane, Err: err, Reason: reason}
+}
+
+func (e *Engine) nowMS() int64 { return e.clock.Now().UnixMilli() }
+
+func (e *Engine) logf(level slog.Level, msg string, args ...any) {
+	if e.log != nil {
+		e.log.Log(context.Background(), level, msg, append([]any{"path", e.path}, args...)...)
+	}
+}
+
+// isBusy reports SQLITE_BUSY / SQLITE_LOCKED: transient, retried.
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	return false
+}
+
+// immediate runs fn inside BEGIN IMMEDIATE on the engine's connection and
+// commits. BEGIN is retried on SQLITE_BUSY with a capped back-off until ctx
+// ends; the body and COMMIT run detached from ctx so a cancellation can
+// never leave an ambiguous commit. If fn fails the transaction rolls back.
+func (e *Engine) immediate(ctx context.Context, fn func(c *sql.Conn) error) error {
+	bo := backoff{min: 200 * time.Microsecond, max: 2 * time.Millisecond}
+	for {
+		err := e.tryImmediate(ctx, fn)
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		if err := bo.sleep(ctx, nil); err != nil {
+			return err
+		}
+	}
+}
+
+func (e *Engine) tryImmediate(ctx context.Context, fn func(c *sql.Conn) error) error {
+	if e.hook != nil {
+		if err := e.hook("begin"); err != nil {
+			return err
+		}
+	}
+	c, err := e.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	bg := context.WithoutCancel(ctx)
+	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := fn(c); err != nil {
+		c.ExecContext(bg, "ROLLBACK")
+		return err
+	}
+	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
+		c.ExecContext(bg, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// leaseConnector opens the engine's private connection on the raw
+// go-sqlite3 driver (never through cleolease) with a short busy timeout.
+type leaseConnector struct {
+	dsn  string
+	busy time.Duration
+}
+
+func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := (&sqlite3.SQLiteDriver{}).Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	sc := conn.(*sqlite3.SQLiteConn)
+	if _, err := sc.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", c.busy.Milliseconds()), nil); err != nil {
+		sc.Close()
+		return nil, err
+	}
+	return sc, nil
+}
+
+func (c *leaseConnector) Driver() driver.Driver { return &sqlite3.SQLiteDriver{} }
+
+// backoff is a capped exponential sleep that honours a context and an
+// optional extra channel (a wait bound). It never spins.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func (b *backoff) sleep(ctx context.Context, bound <-chan time.Time) error {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else if b.cur *= 2; b.cur > b.max {
+		b.cur = b.max
+	}
+	t := time.NewTimer(b.cur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-bound:
+		return errWaitBound
+	case <-t.C:
+		return nil
+	}
+}
+
+var errWaitBound = errors.New("wait bound reached")

@@ -1,0 +1,66 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the lease engine. Every error the engine returns for a
+// lease-level failure is an *Error whose Unwrap yields one of these, so callers
+// test them with errors.Is and read the details with errors.As.
+var (
+	// ErrUnavailable: no grant within the wait bound while a live holder kept
+	// the lane (mode require), or the engine could not run at all.
+	ErrUnavailable = errors.New("lease unavailable")
+	// ErrLost: the caller's (holder, epoch) is no longer the active one — the
+	// lane was broken administratively, reclaimed, or its row vanished. A
+	// fenced commit that finds this rolls back.
+	ErrLost = errors.New("lease lost")
+	// ErrFileChanged: the database path now names another file (different
+	// device or inode) than the one this engine was opened on.
+	ErrFileChanged = errors.New("database file replaced or removed")
+	// ErrIndexMissing: the partial unique index ux_writer_leases_active is
+	// missing, so "one active holder per (scope, lane)" is not enforced by
+	// SQLite. The engine refuses to run rather than tolerate it.
+	ErrIndexMissing = errors.New("lease index ux_writer_leases_active is missing")
+	// ErrUntrusted: the lease tables hold contents the engine cannot trust
+	// (several active rows, impossible values). Nothing is granted.
+	ErrUntrusted = errors.New("lease tables hold untrusted contents")
+	// ErrHolderAlive: Break refused because the holder is provably alive and
+	// force was not given.
+	ErrHolderAlive = errors.New("lease holder is alive")
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("lease engine closed")
+)
+
+// Error describes a lease failure: the operation, the file and lane it
+// concerns, the holder that stood in the way (if known) and the cause.
+// Unwrap returns Err, which is one of the sentinels above, a context error or
+// an SQLite error.
+type Error struct {
+	Op     string // "acquire", "release", "fence", "break", "open", ...
+	Path   string // resolved database path
+	Scope  string
+	Lane   string
+	Holder string // the holder that blocked or replaced us, if known
+	Epoch  int64  // the caller's epoch, if it had one
+	Reason string // human detail, e.g. "live holder did not release within 30s"
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := "cleolease: " + e.Op
+	if e.Scope != "" || e.Lane != "" {
+		msg += fmt.Sprintf(" %s/%s", e.Scope, e.Lane)
+	}
+	if e.Path != "" {
+		msg += " on " + e.Path
+	}
+	msg += ": " + e.Err.Error()
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }

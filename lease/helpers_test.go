@@ -1,0 +1,274 @@
+package lease
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Multi-process tests re-execute the test binary with CLEOLEASE_ROLE set;
+// TestMain runs the role instead of the tests. Children talk to the parent
+// over stdout lines and take orders from stdin lines.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("CLEOLEASE_ROLE"); role != "" {
+		os.Exit(runRole(role))
+	}
+	os.Exit(m.Run())
+}
+
+func newDB(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lease.db")
+	db, err := sql.Open("sqlite3", "file:"+p+"?_journal_mode=WAL&_busy_timeout=30000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS counter(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+		INSERT OR IGNORE INTO counter VALUES (1, 0);
+		CREATE TABLE IF NOT EXISTS grants(id INTEGER PRIMARY KEY, who TEXT, epoch INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	return p
+}
+
+func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
+	t.Helper()
+	o := Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 50 * time.Millisecond}
+	if mod != nil {
+		mod(&o)
+	}
+	e, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// child is a re-executed test binary playing a role.
+type child struct {
+	t   testing.TB
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startChild(t testing.TB, role, path string, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"CLEOLEASE_ROLE=" + role, "CLEOLEASE_DB=" + path}, env...)...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+	})
+	return c
+}
+
+// expect reads the child's next line and checks its prefix; it returns
+// the rest of the line.
+func (c *child) expect(prefix string) string {
+	c.t.Helper()
+	if !c.out.Scan() {
+		c.t.Fatalf("child %d ended before %q: %v", c.cmd.Process.Pid, prefix, c.out.Err())
+	}
+	line := c.out.Text()
+	if !strings.HasPrefix(line, prefix) {
+		c.t.Fatalf("child said %q, want prefix %q", line, prefix)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+}
+
+func (c *child) send(line string) {
+	c.t.Helper()
+	if _, err := fmt.Fprintln(c.in, line); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *child) wait() error { return c.cmd.Wait() }
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func queueLen(t testing.TB, path, scope, lane string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM _writer_queue WHERE scope = ? AND lane = ?`, scope, lane).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func rawDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// runRole is the body of a child process. Roles:
+//
+//	hold:   acquire (scope "s", lane "l", CLEOLEASE_PRIO), print "held EPOCH",
+//	        wait for a line on stdin, then run a fenced write and print
+//	        "commit ok" or "commit ERR", release, print "released", exit.
+//	wait:   like hold, but first print "queued" once its queue row exists
+//	        is not observable from inside; the parent polls the queue. On
+//	        grant it records CLEOLEASE_NAME in table grants and releases at
+//	        once.
+//	count:  CLEOLEASE_N read-modify-write increments under the lease.
+func runRole(role string) int {
+	path := os.Getenv("CLEOLEASE_DB")
+	prio, _ := strconv.Atoi(os.Getenv("CLEOLEASE_PRIO"))
+	linger := 50 * time.Millisecond
+	if v := os.Getenv("CLEOLEASE_LINGER"); v != "" {
+		linger, _ = time.ParseDuration(v)
+	}
+	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	defer e.Close()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000&_txlock=immediate")
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	defer db.Close()
+	ctx := context.Background()
+	opts := AcquireOptions{Priority: prio, Wait: time.Hour, Require: true}
+	stdin := bufio.NewScanner(os.Stdin)
+	switch role {
+	case "hold":
+		h, err := e.Acquire(ctx, "s", "l", opts)
+		if err != nil {
+			fmt.Println("ERR", err)
+			return 1
+		}
+		fmt.Println("held", h.Epoch())
+		stdin.Scan()
+		if err := fencedWrite(ctx, db, h, "hold"); err != nil {
+			fmt.Println("commit ERR", err)
+		} else {
+			fmt.Println("commit ok")
+		}
+		h.Release()
+		fmt.Println("released")
+		stdin.Scan()
+	case "wait":
+		h, err := e.Acquire(ctx, "s", "l", opts)
+		if err != nil {
+			fmt.Println("ERR", err)
+			return 1
+		}
+		if err := fencedWrite(ctx, db, h, os.Getenv("CLEOLEASE_NAME")); err != nil {
+			fmt.Println("ERR", err)
+			return 1
+		}
+		h.Release()
+		fmt.Println("granted", h.Epoch())
+	case "count":
+		n, _ := strconv.Atoi(os.Getenv("CLEOLEASE_N"))
+		for i := 0; i < n; i++ {
+			h, err := e.Acquire(ctx, "s", "l", opts)
+			if err != nil {
+				fmt.Println("ERR", err)
+				return 1
+			}
+			err = increment(ctx, db, h)
+			h.Release()
+			if err != nil {
+				fmt.Println("ERR", err)
+				return 1
+			}
+		}
+		fmt.Println("done")
+	default:
+		fmt.Println("ERR unknown role", role)
+		return 2
+	}
+	return 0
+}
+
+// fencedWrite records who wrote under which epoch, fenced.
+func fencedWrite(ctx context.Context, db *sql.DB, h *Hold, who string) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c := dc.(*sqlite3.SQLiteConn)
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
+			return err
+		}
+		if _, err := c.ExecContext(ctx, "INSERT INTO grants(who, epoch) VALUES ('"+who+"', "+strconv.FormatInt(h.Epoch(), 10)+")", nil); err != nil {
+			c.ExecContext(ctx, "ROLLBACK", nil)
+			return err
+		}
+		if err := h.Fence(ctx, c); err != nil {
+			c.ExecContext(ctx, "ROLLBACK", nil)
+			return err
+		}
+		_, err := c.ExecContext(ctx, "COMMIT", nil)
+		return err
+	})
+}
+
+func increment(ctx context.Context, db *sql.DB, h *Hold) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRow(`SELECT n FROM counter WHERE id = 1`).Scan(&n); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`UPDATE counter SET n = ? WHERE id = 1`, n+1); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,786 @@
+package lease
+
+import (
+	"container/list"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AgingStep is how fast a waiter's effective priority improves: one point
+// per AgingStep waited. A waiter of priority p is therefore overtaken by
+// newcomers of a better priority q < p for at most (p-q)·AgingStep (plus
+// the service time of those already ahead of it), e.g. 10 s for the
+// default 100 against a cold open's 0.
+const AgingStep = 100 * time.Millisecond
+
+// AcquireOptions are the per-call settings of Acquire.
+type AcquireOptions struct {
+	// Priority orders the cross-process queue: lower is served first.
+	Priority int
+	// Wait bounds the wait for a grant; at the bound Acquire degrades
+	// (Require false) or fails with ErrUnavailable (Require true). A
+	// context deadline or cancellation is never turned into either.
+	Wait time.Duration
+	// Require selects failing over degrading at the wait bound.
+	Require bool
+}
+
+// grant is this process's ownership of a lane's active row.
+type grant struct {
+	id, epoch int64
+	at        time.Time // when this process got the row (slice accounting)
+	lost      atomic.Bool
+}
+
+// laneState is one (scope, lane) of an Engine: the in-process FIFO gate,
+// the row this process holds (if any), and its linger watcher.
+type laneState struct {
+	e            *Engine
+	scope, lane  string
+	want         int64 // sidecar byte a waiting process read-locks
+	mu           sync.Mutex
+	busy         bool      // the gate is owned
+	waiters      list.List // of *gateWaiter
+	row          *grant    // nil: this process does not hold the row
+	depth        int       // nesting of the current hold
+	idleSince    time.Time
+	watching     bool
+	closing      bool
+	memEpoch     int64
+	wantLocked   bool
+	lastWaitInfo string
+}
+
+type gateWaiter struct {
+	ch      chan struct{}
+	granted bool
+}
+
+func newLane(e *Engine, scope, lane string) *laneState {
+	h := fnv.New64a()
+	h.Write([]byte(scope + "\x00" + lane))
+	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<40))}
+}
+
+// enter waits for the in-process gate in arrival order.
+func (l *laneState) enter(ctx context.Context, bound <-chan time.Time) error {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
+	}
+	if !l.busy && l.waiters.Len() == 0 {
+		l.busy = true
+		l.mu.Unlock()
+		return nil
+	}
+	w := &gateWaiter{ch: make(chan struct{})}
+	el := l.waiters.PushBack(w)
+	l.mu.Unlock()
+	var err error
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-bound:
+		err = errWaitBound
+	}
+	l.mu.Lock()
+	if w.granted { // granted as we gave up: pass it on
+		l.leaveLocked()
+	} else {
+		l.waiters.Remove(el)
+	}
+	l.mu.Unlock()
+	return err
+}
+
+// tryEnter takes the gate only if it is free and nobody queues for it.
+func (l *laneState) tryEnter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.busy || l.waiters.Len() > 0 {
+		return false
+	}
+	l.busy = true
+	return true
+}
+
+func (l *laneState) leave() {
+	l.mu.Lock()
+	l.leaveLocked()
+	l.mu.Unlock()
+}
+
+func (l *laneState) leaveLocked() {
+	if front := l.waiters.Front(); front != nil {
+		w := l.waiters.Remove(front).(*gateWaiter)
+		w.granted = true
+		close(w.ch)
+		return
+	}
+	l.busy = false
+	l.idleSince = time.Now()
+	if l.row != nil && !l.watching && !l.closing {
+		l.watching = true
+		l.e.wg.Add(1)
+		go l.watch()
+	}
+}
+
+func (l *laneState) hasWaiters() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiters.Len() > 0
+}
+
+func (l *laneState) setRow(g *grant) {
+	l.mu.Lock()
+	l.row = g
+	l.mu.Unlock()
+}
+
+func (l *laneState) currentRow() *grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.row
+}
+
+func (l *laneState) markLost(g *grant, why string) {
+	if g.lost.CompareAndSwap(false, true) {
+		l.e.stats.Lost.Add(1)
+		l.e.logf(slog.LevelWarn, "cleolease: lease lost", "scope", l.scope, "lane", l.lane, "epoch", g.epoch, "reason", why)
+	}
+	l.mu.Lock()
+	if l.row == g {
+		l.row = nil
+	}
+	l.mu.Unlock()
+}
+
+// Acquire waits for the writer lease of (scope, lane) and returns a Hold.
+//
+// If ctx carries a live Hold on the same lane (WithHold), the result
+// re-enters it at once. Otherwise the caller queues behind earlier writers
+// of this process, then — unless this process still holds the row — behind
+// earlier waiters of other processes. Errors: ctx.Err() wrapped in *Error
+// when the context ends first (no queue row is left behind and no grant is
+// made); *Error wrapping ErrUnavailable at the wait bound when
+// opts.Require; ErrFileChanged when the file was replaced; ErrUntrusted
+// for tables it cannot trust. At the wait bound without Require the result
+// is a degraded Hold (Degraded() true, Epoch 0), logged and counted.
+func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
+	if root := HoldFrom(ctx, e, scope, lane); root != nil {
+		root.l.mu.Lock()
+		root.l.depth++
+		root.l.mu.Unlock()
+		return &Hold{l: root.l, g: root.g, root: root}, nil
+	}
+	if err := e.CheckFile(); err != nil {
+		return nil, err
+	}
+	l := e.lane(scope, lane)
+	start := time.Now()
+	var bound <-chan time.Time
+	if opts.Wait >= 0 {
+		t := time.NewTimer(opts.Wait)
+		defer t.Stop()
+		bound = t.C
+	}
+	if err := l.enter(ctx, bound); err != nil {
+		if err == errWaitBound {
+			return l.unavailable(ctx, opts, false)
+		}
+		return nil, l.ctxErr(err)
+	}
+	g, err := l.ensureRow(ctx, bound, opts)
+	if err != nil {
+		if err == errWaitBound {
+			return l.unavailable(ctx, opts, true)
+		}
+		l.leave()
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, l.ctxErr(err)
+		}
+		return nil, err
+	}
+	l.mu.Lock()
+	l.depth = 1
+	l.mu.Unlock()
+	e.stats.Grants.Add(1)
+	e.stats.observeWait(time.Since(start))
+	return &Hold{l: l, g: g, gateHeld: true}, nil
+}
+
+func (l *laneState) ctxErr(err error) error {
+	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
+}
+
+func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool) (*Hold, error) {
+	who := l.lastWaitInfo
+	if opts.Require {
+		if gateHeld {
+			l.leave()
+		}
+		l.e.stats.Unavailable.Add(1)
+		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable,
+			fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait))
+		err.Holder = who
+		return nil, err
+	}
+	l.e.stats.Degraded.Add(1)
+	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
+		"scope", l.scope, "lane", l.lane, "waited", opts.Wait, "holder", who)
+	return &Hold{l: l, gateHeld: gateHeld}, nil
+}
+
+// ensureRow makes this process the holder of the lane's row; the caller
+// owns the gate.
+func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
+	if g := l.currentRow(); g != nil {
+		if !g.lost.Load() {
+			l.e.stats.FastGrants.Add(1)
+			return g, nil
+		}
+		l.setRow(nil)
+	}
+	if l.e.opts.MemoryOnly {
+		l.memEpoch++
+		g := &grant{epoch: l.memEpoch, at: time.Now()}
+		l.setRow(g)
+		return g, nil
+	}
+	g, err := l.claim(ctx, bound, opts)
+	if err != nil {
+		return nil, err
+	}
+	l.setRow(g)
+	l.e.logf(slog.LevelDebug, "cleolease: lease acquired", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
+	return g, nil
+}
+
+// row is an active _writer_leases row as read back.
+type row struct {
+	id, epoch, heartbeat, ttl int64
+	h                         holder
+}
+
+type queued struct {
+	ticket, priority, enqueued, ttl int64
+	h                               holder
+	foreign                         bool // written by another implementation (no holder_pid)
+}
+
+const activeSQL = `SELECT id, holder_id, holder_pid, epoch, heartbeat_at, ttl_ms, coalesce(holder_start, ''), coalesce(holder_slot, 0)
+FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 LIMIT 2`
+
+func readActive(ctx context.Context, q querier, scope, lane string) (*row, error) {
+	rows, err := q.QueryContext(ctx, activeSQL, scope, lane)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*row
+	for rows.Next() {
+		r := &row{}
+		if err := rows.Scan(&r.id, &r.h.ID, &r.h.PID, &r.epoch, &r.heartbeat, &r.ttl, &r.h.Start, &r.h.Slot); err != nil {
+			return nil, fmt.Errorf("%w: unreadable _writer_leases row: %v", ErrUntrusted, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch len(out) {
+	case 0:
+		return nil, nil
+	case 1:
+		return out[0], nil
+	}
+	return nil, fmt.Errorf("%w: two active rows for %s/%s (is ux_writer_leases_active intact?)", ErrUntrusted, scope, lane)
+}
+
+func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, error) {
+	rows, err := q.QueryContext(ctx, `SELECT ticket, holder_id, priority, enqueued_at, holder_pid IS NULL,
+		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0)
+		FROM _writer_queue WHERE scope = ? AND lane = ? ORDER BY ticket`, scope, lane)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []queued
+	for rows.Next() {
+		var w queued
+		if err := rows.Scan(&w.ticket, &w.h.ID, &w.priority, &w.enqueued, &w.foreign, &w.h.PID, &w.h.Start, &w.h.Slot, &w.ttl); err != nil {
+			return nil, fmt.Errorf("%w: unreadable _writer_queue row: %v", ErrUntrusted, err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// order sorts waiters into grant order: effective priority (priority minus
+// one point per AgingStep waited), then ticket.
+func order(ws []queued, nowMS int64) {
+	eff := func(w queued) int64 {
+		waited := nowMS - w.enqueued
+		if waited < 0 {
+			waited = 0
+		}
+		return w.priority - waited/AgingStep.Milliseconds()
+	}
+	sort.SliceStable(ws, func(i, j int) bool {
+		a, b := eff(ws[i]), eff(ws[j])
+		if a != b {
+			return a < b
+		}
+		return ws[i].ticket < ws[j].ticket
+	})
+}
+
+// head returns the first live waiter in grant order, deleting the queue
+// rows of dead waiters on the way. Rows of another implementation's waiters
+// are skipped: those poll and race for a free row by themselves.
+func (l *laneState) head(ctx context.Context, c *sql.Conn) (*queued, error) {
+	ws, err := readQueue(ctx, c, l.scope, l.lane)
+	if err != nil {
+		return nil, err
+	}
+	order(ws, l.e.nowMS())
+	for i := range ws {
+		w := &ws[i]
+		if w.foreign {
+			continue
+		}
+		if w.h.ID == l.e.holderID {
+			return w, nil
+		}
+		if v := l.e.probe(w.h); !v.alive {
+			if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, w.ticket); err != nil {
+				return nil, err
+			}
+			l.e.stats.DeadWaiters.Add(1)
+			continue
+		}
+		return w, nil
+	}
+	return nil, nil
+}
+
+func maxEpoch(ctx context.Context, c *sql.Conn, scope, lane string) (int64, error) {
+	var m int64
+	err := c.QueryRowContext(ctx, `SELECT coalesce(max(epoch), 0) FROM _writer_leases WHERE scope = ? AND lane = ?`, scope, lane).Scan(&m)
+	if err != nil {
+		return 0, err
+	}
+	if m < 0 || m >= 1<<62 {
+		return 0, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, m)
+	}
+	return m, nil
+}
+
+// grantTo makes w (a waiter, possibly this process) the holder with a new
+// epoch and removes its queue rows. Caller is inside BEGIN IMMEDIATE.
+func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64) (*grant, error) {
+	m, err := maxEpoch(ctx, c, l.scope, l.lane)
+	if err != nil {
+		return nil, err
+	}
+	now := l.e.nowMS()
+	if ttl <= 0 {
+		ttl = l.e.opts.TTL.Milliseconds()
+	}
+	var slot any
+	if h.Slot > 0 {
+		slot = h.Slot
+	}
+	res, err := c.ExecContext(ctx, `INSERT INTO _writer_leases
+		(scope, lane, holder_id, holder_pid, epoch, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?)`,
+		l.scope, l.lane, h.ID, h.PID, m+1, now, now, ttl, h.Start, slot)
+	if err != nil {
+		return nil, err
+	}
+	id, _ := res.LastInsertId()
+	if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
+		return nil, err
+	}
+	// The new active row carries the high-water epoch: released rows can go.
+	if _, err := c.ExecContext(ctx, `DELETE FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 0 AND epoch <= ?`, l.scope, l.lane, m); err != nil {
+		return nil, err
+	}
+	return &grant{id: id, epoch: m + 1, at: time.Now()}, nil
+}
+
+func (l *laneState) me() holder {
+	var slot int64
+	if l.e.side != nil {
+		slot = l.e.side.slot
+	}
+	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.start, Slot: slot}
+}
+
+// reclaimable reports whether an active row of another holder may be
+// taken over, and why.
+func (l *laneState) reclaimable(r *row) (bool, string) {
+	v := l.e.probe(r.h)
+	l.lastWaitInfo = fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)
+	if !v.alive {
+		return true, "dead"
+	}
+	if l.e.opts.StealAfterTTL && r.ttl > 0 && l.e.nowMS()-r.heartbeat > r.ttl {
+		return true, "ttl"
+	}
+	return false, ""
+}
+
+// attempt is one claim transaction. It returns a grant when this process
+// is now the holder; otherwise it makes sure this process is queued (and,
+// when the row is free or its holder dead, hands it to the queue's head).
+func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, error) {
+	var g *grant
+	err := l.e.immediate(ctx, func(c *sql.Conn) error {
+		g = nil
+		bg := context.WithoutCancel(ctx)
+		active, err := readActive(bg, c, l.scope, l.lane)
+		if err != nil {
+			return err
+		}
+		me := l.me()
+		if active != nil && active.h.ID == me.ID {
+			// Handed to us by the previous holder.
+			if _, err := c.ExecContext(bg, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, me.ID); err != nil {
+				return err
+			}
+			g = &grant{id: active.id, epoch: active.epoch, at: time.Now()}
+			return nil
+		}
+		free := active == nil
+		if !free {
+			ok, why := l.reclaimable(active)
+			if ok {
+				if _, err := c.ExecContext(bg, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, active.id, active.epoch); err != nil {
+					return err
+				}
+				l.e.stats.reclaimed(why)
+				l.e.logf(slog.LevelWarn, "cleolease: lease reclaimed", "scope", l.scope, "lane", l.lane,
+					"from", active.h.ID, "pid", active.h.PID, "epoch", active.epoch, "reason", why)
+				free = true
+			}
+		}
+		hd, err := l.head(bg, c)
+		if err != nil {
+			return err
+		}
+		if free && (hd == nil || hd.h.ID == me.ID) {
+			l.e.stats.Claims.Add(1)
+			g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds())
+			return err
+		}
+		if free {
+			// Someone else is first in line: give it the lane now.
+			if _, err := l.grantTo(bg, c, hd.h, hd.ttl); err != nil {
+				return err
+			}
+			l.e.stats.Handoffs.Add(1)
+		}
+		if hd == nil || hd.h.ID != me.ID {
+			// Not queued yet (or our row was cleaned up): queue.
+			var n int
+			if err := c.QueryRowContext(bg, `SELECT count(*) FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, me.ID).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				now := l.e.nowMS()
+				ttl := l.e.opts.TTL.Milliseconds()
+				if _, err := c.ExecContext(bg, `INSERT INTO _writer_queue
+					(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return g, err
+}
+
+// claim acquires the row across processes: one claim transaction, then a
+// cheap poll of the active row with a capped back-off (50µs to 1ms) until
+// the row is handed to us, falls free, or its holder is found dead.
+func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
+	bo := backoff{min: 50 * time.Microsecond, max: time.Millisecond}
+	defer l.unlockWant()
+	for {
+		g, err := l.attempt(ctx, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return l.abandon(ctx, ctx.Err())
+			}
+			return l.abandonWith(ctx, err)
+		}
+		if g != nil {
+			return g, nil
+		}
+		l.lockWant()
+		for {
+			if err := bo.sleep(ctx, bound); err != nil {
+				return l.abandon(ctx, err)
+			}
+			r, err := readActive(ctx, l.e.db, l.scope, l.lane)
+			if err != nil {
+				if isBusy(err) {
+					continue
+				}
+				if ctx.Err() != nil {
+					return l.abandon(ctx, ctx.Err())
+				}
+				return l.abandonWith(ctx, err)
+			}
+			if r != nil && r.h.ID == l.e.holderID {
+				// Handed to us inside the previous holder's transaction,
+				// which also removed our queue row.
+				return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
+			}
+			if r == nil {
+				break
+			}
+			if ok, _ := l.reclaimable(r); ok {
+				break
+			}
+		}
+	}
+}
+
+// lockWant / unlockWant announce to holders in other processes, through a
+// shared lock on the lane's byte of the sidecar, that this process waits.
+func (l *laneState) lockWant() {
+	if l.e.side == nil || l.wantLocked {
+		return
+	}
+	if l.e.side.setLock(l.want, true) == nil {
+		l.wantLocked = true
+	}
+}
+
+func (l *laneState) unlockWant() {
+	if l.wantLocked {
+		l.e.side.setLock(l.want, false)
+		l.wantLocked = false
+	}
+}
+
+// othersWaiting reports whether another process waits for this lane.
+// The sidecar answers without touching SQLite; without one, the queue does.
+func (l *laneState) othersWaiting(ctx context.Context) bool {
+	if l.e.side != nil {
+		if w, err := l.e.side.readLocked(l.want); err == nil {
+			return w
+		}
+	}
+	return l.queueHasOthers(ctx)
+}
+
+func (l *laneState) queueHasOthers(ctx context.Context) bool {
+	var n int
+	err := l.e.db.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id <> ?)`,
+		l.scope, l.lane, l.e.holderID).Scan(&n)
+	return err == nil && n == 1
+}
+
+// abandon leaves the queue after the context ended or the wait bound was
+// reached. Cleanup runs on the engine's connection, detached from the
+// caller's context. If the lane was handed to us meanwhile, a wait-bound
+// abandon keeps it (the grant wins); a cancelled caller leaves it to the
+// linger watcher, which passes it on.
+func (l *laneState) abandon(ctx context.Context, cause error) (*grant, error) {
+	g, err := l.leaveQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		if cause == errWaitBound {
+			return g, nil
+		}
+		l.setRow(g)
+	}
+	return nil, cause
+}
+
+func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error) {
+	if _, err := l.leaveQueue(ctx); err != nil {
+		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
+	}
+	var le *Error
+	if errors.As(cause, &le) {
+		return nil, cause
+	}
+	return nil, l.e.errf("acquire", l.scope, l.lane, cause, "")
+}
+
+func (l *laneState) leaveQueue(ctx context.Context) (*grant, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var g *grant
+	err := l.e.immediate(cctx, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(cctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, l.e.holderID); err != nil {
+			return err
+		}
+		r, err := readActive(cctx, c, l.scope, l.lane)
+		if err != nil {
+			return err
+		}
+		if r != nil && r.h.ID == l.e.holderID {
+			g = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
+		}
+		return nil
+	})
+	return g, err
+}
+
+// release ends a first-acquisition Hold.
+func (l *laneState) release(h *Hold) {
+	l.mu.Lock()
+	l.depth = 0
+	l.mu.Unlock()
+	if !h.gateHeld {
+		return
+	}
+	g := h.g
+	if g != nil && !g.lost.Load() && l.currentRow() == g && !l.e.opts.MemoryOnly {
+		local := l.hasWaiters()
+		switch {
+		case !local && l.e.opts.Linger <= 0:
+			l.handOff(g, "released")
+		case l.othersWaiting(context.Background()) && (!local || l.e.opts.Slice <= 0 || time.Since(g.at) >= l.e.opts.Slice):
+			l.handOff(g, "handed off")
+		}
+	}
+	l.leave()
+}
+
+// handOff releases this process's row and, in the same transaction, grants
+// the lane to the first live waiter. The caller owns the gate (or the
+// engine is closing).
+func (l *laneState) handOff(g *grant, why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := l.e.immediate(ctx, func(c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
+			WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, l.e.nowMS(), g.id, l.e.holderID, g.epoch)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errLostRow
+		}
+		hd, err := l.head(ctx, c)
+		if err != nil {
+			return err
+		}
+		if hd != nil && hd.h.ID != l.e.holderID {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl); err != nil {
+				return err
+			}
+			l.e.stats.Handoffs.Add(1)
+		}
+		return nil
+	})
+	switch {
+	case err == errLostRow:
+		l.markLost(g, "row gone at release")
+	case err != nil:
+		// The row stays ours; the watcher or Close retries.
+		l.e.logf(slog.LevelWarn, "cleolease: release failed", "scope", l.scope, "lane", l.lane, "err", err)
+		return
+	default:
+		l.e.logf(slog.LevelDebug, "cleolease: lease "+why, "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
+	}
+	l.mu.Lock()
+	if l.row == g {
+		l.row = nil
+	}
+	l.mu.Unlock()
+}
+
+var errLostRow = errors.New("row no longer ours")
+
+// watch runs while this process holds the row with no hold active: it
+// hands the row over as soon as another process waits (sidecar check every
+// 250µs, queue table every 10ms for waiters of other implementations) and
+// releases it after Linger idle.
+func (l *laneState) watch() {
+	defer l.e.wg.Done()
+	t := time.NewTicker(250 * time.Microsecond)
+	defer t.Stop()
+	lastQueueCheck := time.Now()
+	for range t.C {
+		if !l.tryEnter() {
+			// A writer of this process has the lane; its release restarts
+			// the watcher.
+			l.mu.Lock()
+			l.watching = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Lock()
+		g, idle, closing := l.row, time.Since(l.idleSince), l.closing
+		l.mu.Unlock()
+		done := g == nil || closing
+		if !done {
+			others := false
+			if l.e.side != nil {
+				others, _ = l.e.side.readLocked(l.want)
+			}
+			if !others && time.Since(lastQueueCheck) > 10*time.Millisecond {
+				lastQueueCheck = time.Now()
+				others = l.queueHasOthers(context.Background())
+			}
+			if others || idle >= l.e.opts.Linger || g.lost.Load() {
+				if !g.lost.Load() {
+					l.handOff(g, "released after linger")
+				}
+				done = l.currentRow() == nil
+			}
+		}
+		l.mu.Lock()
+		if done {
+			l.watching = false
+		}
+		l.busy = false
+		if l.waiters.Len() > 0 {
+			l.busy = true
+			l.leaveLocked()
+		}
+		l.mu.Unlock()
+		if done {
+			return
+		}
+	}
+}
+
+// shutdown is the lane's part of Engine.Close.
+func (l *laneState) shutdown() {
+	l.mu.Lock()
+	l.closing = true
+	g := l.row
+	l.mu.Unlock()
+	if l.e.opts.MemoryOnly {
+		return
+	}
+	if g != nil && !g.lost.Load() {
+		l.handOff(g, "released at close")
+	}
+	l.leaveQueue(context.Background())
+	l.unlockWant()
+}

@@ -1,0 +1,369 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var req = AcquireOptions{Priority: 100, Wait: time.Hour, Require: true}
+
+func TestAcquireReleaseEpochsIncrease(t *testing.T) {
+	path := newDB(t)
+	var last int64
+	for round := 0; round < 3; round++ {
+		e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+		for i := 0; i < 5; i++ {
+			h, err := e.Acquire(context.Background(), "s", "l", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Epoch() <= last {
+				t.Fatalf("epoch %d after %d", h.Epoch(), last)
+			}
+			last = h.Epoch()
+			if err := h.Check(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			h.Release()
+			h.Release() // harmless
+		}
+		e.Close()
+		if _, err := rawDB(t, path).Exec("VACUUM"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var active, rows int
+	rawDB(t, path).QueryRow(`SELECT count(*), coalesce(sum(active), 0) FROM _writer_leases`).Scan(&rows, &active)
+	if active != 0 || rows > 1 {
+		t.Fatalf("after release: %d rows, %d active; want at most the high-water row, none active", rows, active)
+	}
+}
+
+func TestReentrancyAndSingleFlight(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = time.Hour })
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	inside := 0
+	epochs := map[int64]bool{}
+	for i := 0; i < 1000; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			h, err := e.Acquire(ctx, "s", "l", req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			inside++
+			if inside != 1 {
+				t.Errorf("%d holders inside the gate", inside)
+			}
+			epochs[h.Epoch()] = true
+			mu.Unlock()
+			// Nested acquisition through the context re-enters.
+			inner, err := e.Acquire(WithHold(ctx, h), "s", "l", req)
+			if err != nil || inner.Epoch() != h.Epoch() || !inner.Reentrant() {
+				t.Errorf("re-entry: %v, epoch %d vs %d", err, inner.Epoch(), h.Epoch())
+			}
+			inner.Release()
+			inner.Release()
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			h.Release()
+			h.Release()
+		}()
+	}
+	wg.Wait()
+	if s := e.Stats(); s.Claims != 1 || s.Grants != 1000 {
+		t.Fatalf("claims=%d grants=%d, want exactly one claim transaction for 1000 grants", s.Claims, s.Grants)
+	}
+	if len(epochs) != 1 {
+		t.Fatalf("epochs %v, want one", epochs)
+	}
+	l := e.lane("s", "l")
+	if l.depth != 0 {
+		t.Fatalf("depth %d after all releases", l.depth)
+	}
+}
+
+func TestCancelledWaiterLeavesNoTrace(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	holder.expect("held")
+	e := openEngine(t, path, nil)
+	for _, local := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		h, err := e.Acquire(ctx, "s", "l", AcquireOptions{Priority: 100, Wait: time.Hour, Require: !local})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || h != nil {
+			t.Fatalf("local=%v: got %v, %v; want the context's error and no grant", local, h, err)
+		}
+		if n := queueLen(t, path, "s", "l"); n != 0 {
+			t.Fatalf("%d queue rows left behind", n)
+		}
+	}
+	if s := e.Stats(); s.Degraded != 0 || s.Grants != 0 {
+		t.Fatalf("a context deadline became a grant: %+v", s)
+	}
+}
+
+func TestWaitBoundModes(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	holder.expect("held")
+	e := openEngine(t, path, nil)
+	_, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Priority: 100, Wait: 50 * time.Millisecond, Require: true})
+	var le *Error
+	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &le) || le.Holder == "" {
+		t.Fatalf("require: %v; want ErrUnavailable naming the holder", err)
+	}
+	h, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Priority: 100, Wait: 50 * time.Millisecond})
+	if err != nil || !h.Degraded() || h.Epoch() != 0 || h.Held() {
+		t.Fatalf("local: %v degraded=%v; want a degraded grant", err, h != nil && h.Degraded())
+	}
+	h.Release()
+	if s := e.Stats(); s.Degraded != 1 || s.Unavailable != 1 {
+		t.Fatalf("counters %+v", s)
+	}
+	if n := queueLen(t, path, "s", "l"); n != 0 {
+		t.Fatalf("%d queue rows left behind", n)
+	}
+}
+
+func TestKilledHolderIsReclaimedWithoutTTL(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	epoch, _ := strconv.ParseInt(holder.expect("held"), 10, 64)
+	e := openEngine(t, path, nil)
+	done := make(chan *Hold)
+	go func() {
+		h, err := e.Acquire(context.Background(), "s", "l", req)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- h
+	}()
+	eventually(t, "the waiter to queue", func() bool { return queueLen(t, path, "s", "l") == 1 })
+	holder.cmd.Process.Signal(syscall.SIGKILL)
+	h := <-done
+	if h == nil {
+		t.Fatal("no grant")
+	}
+	if h.Epoch() != epoch+1 {
+		t.Fatalf("epoch %d, want %d", h.Epoch(), epoch+1)
+	}
+	if n := queueLen(t, path, "s", "l"); n != 0 {
+		t.Fatalf("%d queue rows remain", n)
+	}
+	if e.Stats().ReclaimDead != 1 {
+		t.Fatalf("reclaims %+v", e.Stats())
+	}
+	h.Release()
+}
+
+func TestQueueOrderAndDeadWaiterSkipped(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	holder.expect("held")
+	// Enqueue in a known order: two priorities, one waiter that dies.
+	type w struct {
+		name string
+		prio int
+	}
+	order := []w{{"a100", 100}, {"b50", 50}, {"dead", 50}, {"c100", 100}, {"d50", 50}}
+	var kids []*child
+	for i, x := range order {
+		c := startChild(t, "wait", path, "CLEOLEASE_NAME="+x.name, "CLEOLEASE_PRIO="+strconv.Itoa(x.prio))
+		kids = append(kids, c)
+		eventually(t, "waiter "+x.name+" to queue", func() bool { return queueLen(t, path, "s", "l") == i+1 })
+	}
+	kids[2].cmd.Process.Signal(syscall.SIGKILL)
+	kids[2].cmd.Wait()
+	holder.send("go")
+	holder.expect("commit ok")
+	holder.expect("released")
+	for i, c := range kids {
+		if i != 2 {
+			c.expect("granted")
+		}
+	}
+	rows, err := rawDB(t, path).Query(`SELECT who, epoch FROM grants ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var last int64
+	for rows.Next() {
+		var who string
+		var ep int64
+		rows.Scan(&who, &ep)
+		got = append(got, who)
+		if ep <= last {
+			t.Errorf("epoch %d after %d", ep, last)
+		}
+		last = ep
+	}
+	rows.Close()
+	want := []string{"hold", "b50", "d50", "a100", "c100"}
+	if len(got) != len(want) {
+		t.Fatalf("grants %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("grants %v, want %v", got, want)
+		}
+	}
+}
+
+func TestForgedRowsAreReclaimedNotTrusted(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	db := rawDB(t, path)
+	// A holder that never existed, a pid that belongs to an unrelated live
+	// process (ours, with the wrong start time), an epoch and a heartbeat
+	// far in the future.
+	cases := []struct{ name, start string }{
+		{"ghost", ""},
+		{"reused-pid", bootID() + "/" + pidNamespace("self") + "/1"},
+	}
+	for _, c := range cases {
+		pid := 4000000
+		if c.start != "" {
+			pid = os.Getpid()
+		}
+		future := time.Now().Add(24 * time.Hour).UnixMilli()
+		if _, err := db.Exec(`INSERT INTO _writer_leases(scope, lane, holder_id, holder_pid, epoch, acquired_at, heartbeat_at, ttl_ms, holder_start)
+			VALUES ('s', 'l', ?, ?, 1000000, ?, ?, 3600000, nullif(?, ''))`, c.name, pid, future, future, c.start); err != nil {
+			t.Fatal(err)
+		}
+		h, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Wait: 5 * time.Second, Require: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if h.Epoch() <= 1000000 {
+			t.Fatalf("%s: epoch %d did not move past the forged one", c.name, h.Epoch())
+		}
+		h.Release()
+		db.Exec(`DELETE FROM _writer_leases`)
+	}
+}
+
+func TestDroppedIndexIsRefused(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	e.Close()
+	db := rawDB(t, path)
+	if _, err := db.Exec(`DROP INDEX ux_writer_leases_active`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path})
+	if !errors.Is(err, ErrIndexMissing) {
+		t.Fatalf("got %v, want ErrIndexMissing", err)
+	}
+}
+
+func TestTwoActiveRowsAreUntrusted(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	db := rawDB(t, path)
+	// Sneak a second active row past the index by disabling it for a moment.
+	if _, err := db.Exec(`DROP INDEX ux_writer_leases_active;
+		INSERT INTO _writer_leases(scope, lane, holder_id, holder_pid, epoch, acquired_at, heartbeat_at, ttl_ms) VALUES ('s','l','x',1,1,0,0,1), ('s','l','y',1,2,0,0,1)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Wait: time.Second, Require: true})
+	if !errors.Is(err, ErrUntrusted) {
+		t.Fatalf("got %v, want ErrUntrusted", err)
+	}
+}
+
+func TestIdentitySpellingsShareOneEngine(t *testing.T) {
+	path := newDB(t)
+	dir := filepath.Dir(path)
+	os.Mkdir(filepath.Join(dir, "a"), 0o755)
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	e1 := openEngine(t, path, nil)
+	e2 := openEngine(t, link, nil)
+	e3 := openEngine(t, filepath.Join(dir, "a", "..", "lease.db"), nil)
+	if e1 != e2 || e1 != e3 {
+		t.Fatal("three spellings of one file got different engines")
+	}
+	other := openEngine(t, newDB(t), nil)
+	if other == e1 {
+		t.Fatal("two files share an engine")
+	}
+}
+
+func TestReplacedFileIsRefused(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	repl := path + ".new"
+	os.WriteFile(repl, nil, 0o644)
+	if err := os.Rename(repl, path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Acquire(context.Background(), "s", "l", req)
+	if !errors.Is(err, ErrFileChanged) {
+		t.Fatalf("got %v, want ErrFileChanged", err)
+	}
+}
+
+func TestBreakFencesAStoppedHolder(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	holder.expect("held")
+	holder.cmd.Process.Signal(syscall.SIGSTOP)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	if _, err := e.Break(context.Background(), "s", "l", false); !errors.Is(err, ErrHolderAlive) {
+		t.Fatalf("break without force: %v, want ErrHolderAlive", err)
+	}
+	if _, err := e.Break(context.Background(), "s", "l", true); err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	holder.cmd.Process.Signal(syscall.SIGCONT)
+	holder.send("go")
+	if got := holder.expect("commit"); got == "ok" {
+		t.Fatal("a broken holder committed")
+	}
+	var n int
+	rawDB(t, path).QueryRow(`SELECT count(*) FROM grants WHERE who = 'hold'`).Scan(&n)
+	if n != 0 {
+		t.Fatalf("the fenced write landed (%d rows)", n)
+	}
+}
+
+func TestManyProcessesCountExactly(t *testing.T) {
+	path := newDB(t)
+	const procs, n = 6, 100
+	var kids []*child
+	for i := 0; i < procs; i++ {
+		kids = append(kids, startChild(t, "count", path, "CLEOLEASE_N="+strconv.Itoa(n), "CLEOLEASE_LINGER=5ms"))
+	}
+	for _, c := range kids {
+		c.expect("done")
+	}
+	var got int
+	rawDB(t, path).QueryRow(`SELECT n FROM counter WHERE id = 1`).Scan(&got)
+	if got != procs*n {
+		t.Fatalf("counter %d, want %d", got, procs*n)
+	}
+}

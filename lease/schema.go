@@ -1,0 +1,162 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// The lease tables live in the database file itself, so that the fencing
+// check is atomic with the data (DESIGN §5). Names, columns and units
+// (milliseconds since the Unix epoch) are the original implementation's
+// (cleo-lease-spec §1); holder_start, holder_slot, holder_pid and ttl_ms on
+// the queue are cleolease's additions, all nullable, so a file shared with
+// the original stays mutually exclusive.
+const (
+	ddlLeases = `CREATE TABLE IF NOT EXISTS _writer_leases (
+	id INTEGER PRIMARY KEY,
+	scope TEXT NOT NULL,
+	lane TEXT NOT NULL,
+	holder_id TEXT NOT NULL,
+	holder_pid INTEGER NOT NULL,
+	epoch INTEGER NOT NULL,
+	acquired_at INTEGER NOT NULL,
+	heartbeat_at INTEGER NOT NULL,
+	ttl_ms INTEGER NOT NULL,
+	reentrancy_depth INTEGER NOT NULL DEFAULT 1,
+	active INTEGER NOT NULL DEFAULT 1,
+	holder_start TEXT,
+	holder_slot INTEGER
+)`
+	ddlLeasesIndex = `CREATE UNIQUE INDEX IF NOT EXISTS ux_writer_leases_active ON _writer_leases(scope, lane) WHERE active = 1`
+	ddlQueue       = `CREATE TABLE IF NOT EXISTS _writer_queue (
+	ticket INTEGER PRIMARY KEY AUTOINCREMENT,
+	scope TEXT NOT NULL,
+	lane TEXT NOT NULL,
+	holder_id TEXT NOT NULL,
+	priority INTEGER NOT NULL DEFAULT 100,
+	enqueued_at INTEGER NOT NULL,
+	deadline_at INTEGER NOT NULL,
+	holder_pid INTEGER,
+	holder_start TEXT,
+	holder_slot INTEGER,
+	ttl_ms INTEGER
+)`
+	ddlQueueIndex = `CREATE INDEX IF NOT EXISTS ix_writer_queue_order ON _writer_queue(scope, lane, priority ASC, ticket ASC)`
+)
+
+// Columns cleolease adds to tables the original implementation created.
+var addedColumns = []struct{ table, column, decl string }{
+	{"_writer_leases", "holder_start", "TEXT"},
+	{"_writer_leases", "holder_slot", "INTEGER"},
+	{"_writer_queue", "holder_pid", "INTEGER"},
+	{"_writer_queue", "holder_start", "TEXT"},
+	{"_writer_queue", "holder_slot", "INTEGER"},
+	{"_writer_queue", "ttl_ms", "INTEGER"},
+}
+
+// schemaState is what sqlite_master and table_info say about the tables.
+type schemaState struct {
+	leases, queue, index, queueIndex bool
+	missingColumns                   []int // indexes into addedColumns
+}
+
+func (s schemaState) complete() bool {
+	return s.leases && s.queue && s.index && s.queueIndex && len(s.missingColumns) == 0
+}
+
+func readSchema(ctx context.Context, q querier) (schemaState, error) {
+	var s schemaState
+	rows, err := q.QueryContext(ctx, `SELECT type, name FROM sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`)
+	if err != nil {
+		return s, err
+	}
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			rows.Close()
+			return s, err
+		}
+		switch name {
+		case "_writer_leases":
+			s.leases = typ == "table"
+		case "_writer_queue":
+			s.queue = typ == "table"
+		case "ux_writer_leases_active":
+			s.index = typ == "index"
+		case "ix_writer_queue_order":
+			s.queueIndex = typ == "index"
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s, err
+	}
+	for i, c := range addedColumns {
+		if (c.table == "_writer_leases" && !s.leases) || (c.table == "_writer_queue" && !s.queue) {
+			continue
+		}
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
+			return s, err
+		}
+		if n == 0 {
+			s.missingColumns = append(s.missingColumns, i)
+		}
+	}
+	return s, nil
+}
+
+// querier is the part of *sql.Conn / *sql.DB the engine reads through.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// bootstrap creates the lease tables when they are missing, idempotently
+// and safely when several processes do it at once (each step runs inside
+// one BEGIN IMMEDIATE and re-reads the schema first). An existing
+// _writer_leases without its partial unique index is never repaired
+// silently: that is ErrIndexMissing.
+func (e *Engine) bootstrap(ctx context.Context) error {
+	s, err := readSchema(ctx, e.db)
+	if err != nil {
+		return err
+	}
+	if s.complete() {
+		return nil
+	}
+	if s.leases && !s.index {
+		return e.errf("open", "", "", ErrIndexMissing, "drop detected; recreate it with: "+ddlLeasesIndex)
+	}
+	return e.immediate(ctx, func(c *sql.Conn) error {
+		s, err := readSchema(ctx, c)
+		if err != nil {
+			return err
+		}
+		if s.leases && !s.index {
+			return e.errf("open", "", "", ErrIndexMissing, "drop detected; recreate it with: "+ddlLeasesIndex)
+		}
+		var stmts []string
+		if !s.leases {
+			stmts = append(stmts, ddlLeases, ddlLeasesIndex)
+		}
+		if !s.queue {
+			stmts = append(stmts, ddlQueue)
+		}
+		if !s.queueIndex {
+			stmts = append(stmts, ddlQueueIndex)
+		}
+		for _, i := range s.missingColumns {
+			col := addedColumns[i]
+			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", col.table, col.column, col.decl))
+		}
+		for _, q := range stmts {
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

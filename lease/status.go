@@ -1,0 +1,168 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// HolderStatus describes the active holder of a lane.
+type HolderStatus struct {
+	ID        string        `json:"id"`
+	PID       int64         `json:"pid"`
+	Alive     bool          `json:"alive"`
+	Why       string        `json:"why"` // the evidence behind Alive
+	Epoch     int64         `json:"epoch"`
+	HeldFor   time.Duration `json:"held_for_ns"`
+	Heartbeat time.Duration `json:"heartbeat_age_ns"`
+	TTL       time.Duration `json:"ttl_ns"`
+	Depth     int64         `json:"depth"`
+}
+
+// WaiterStatus describes one queued waiter.
+type WaiterStatus struct {
+	Ticket   int64         `json:"ticket"`
+	ID       string        `json:"id"`
+	PID      int64         `json:"pid"`
+	Priority int64         `json:"priority"`
+	Waited   time.Duration `json:"waited_ns"`
+	Alive    bool          `json:"alive"`
+	Why      string        `json:"why"`
+}
+
+// LaneStatus is one (scope, lane): its holder (nil when free), the highest
+// epoch issued, and its waiters in grant order.
+type LaneStatus struct {
+	Scope   string         `json:"scope"`
+	Lane    string         `json:"lane"`
+	Epoch   int64          `json:"epoch"`
+	Holder  *HolderStatus  `json:"holder,omitempty"`
+	Waiters []WaiterStatus `json:"waiters"`
+}
+
+// Status reads every lane of the file (rows and queue) and judges each
+// holder and waiter alive or dead with the engine's evidence. It writes
+// nothing.
+func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
+	return readStatus(ctx, e.db, e.probe, e.clock)
+}
+
+func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock) ([]LaneStatus, error) {
+	rows, err := db.QueryContext(ctx, `SELECT scope, lane, max(epoch) FROM _writer_leases GROUP BY scope, lane
+		UNION SELECT scope, lane, 0 FROM _writer_queue ORDER BY 1, 2`)
+	if err != nil {
+		return nil, err
+	}
+	type sl struct {
+		scope, lane string
+		epoch       int64
+	}
+	var lanes []sl
+	seen := map[[2]string]int{}
+	for rows.Next() {
+		var x sl
+		if err := rows.Scan(&x.scope, &x.lane, &x.epoch); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("%w: %v", ErrUntrusted, err)
+		}
+		k := [2]string{x.scope, x.lane}
+		if i, ok := seen[k]; ok {
+			if x.epoch > lanes[i].epoch {
+				lanes[i].epoch = x.epoch
+			}
+			continue
+		}
+		seen[k] = len(lanes)
+		lanes = append(lanes, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	now := clock.Now().UnixMilli()
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	out := make([]LaneStatus, 0, len(lanes))
+	for _, x := range lanes {
+		st := LaneStatus{Scope: x.scope, Lane: x.lane, Epoch: x.epoch, Waiters: []WaiterStatus{}}
+		r, err := readActive(ctx, db, x.scope, x.lane)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			var acquired, depth int64
+			if err := db.QueryRowContext(ctx, `SELECT acquired_at, reentrancy_depth FROM _writer_leases WHERE id = ?`, r.id).Scan(&acquired, &depth); err != nil {
+				return nil, err
+			}
+			v := probe(r.h)
+			st.Holder = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch,
+				HeldFor: ms(now - acquired), Heartbeat: ms(now - r.heartbeat), TTL: ms(r.ttl), Depth: depth}
+		}
+		ws, err := readQueue(ctx, db, x.scope, x.lane)
+		if err != nil {
+			return nil, err
+		}
+		order(ws, now)
+		for _, w := range ws {
+			v := verdict{true, "another implementation's waiter"}
+			if !w.foreign {
+				v = probe(w.h)
+			}
+			st.Waiters = append(st.Waiters, WaiterStatus{Ticket: w.ticket, ID: w.h.ID, PID: w.h.PID,
+				Priority: w.priority, Waited: ms(now - w.enqueued), Alive: v.alive, Why: v.reason})
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Break releases the active row of (scope, lane) on behalf of an
+// administrator, so a dead or hung holder stops blocking the lane. The old
+// holder is fenced: its (holder, epoch) is no longer active, so its next
+// fenced commit fails with ErrLost, and the next grant's epoch is higher.
+// A provably live holder is refused with ErrHolderAlive unless force. It
+// returns the broken holder's status, or nil when the lane was free.
+func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*HolderStatus, error) {
+	if e.opts.MemoryOnly {
+		return nil, e.errf("break", scope, lane, ErrUnavailable, "in-memory databases have no lease rows")
+	}
+	var out *HolderStatus
+	err := e.immediate(ctx, func(c *sql.Conn) error {
+		r, err := readActive(ctx, c, scope, lane)
+		if err != nil || r == nil {
+			return err
+		}
+		v := e.probe(r.h)
+		out = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch}
+		if v.alive && !force {
+			le := e.errf("break", scope, lane, ErrHolderAlive, v.reason+"; use force to break it anyway")
+			le.Holder = r.h.ID
+			return le
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, r.id, r.epoch); err != nil {
+			return err
+		}
+		// Hand the lane to the first live waiter, as a release would.
+		l := e.lane(scope, lane)
+		hd, err := l.head(ctx, c)
+		if err != nil || hd == nil {
+			return err
+		}
+		_, err = l.grantTo(ctx, c, hd.h, hd.ttl)
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	if out != nil {
+		e.stats.Breaks.Add(1)
+		e.logf(slog.LevelWarn, "cleolease: lease broken", "scope", scope, "lane", lane, "holder", out.ID, "epoch", out.Epoch, "force", force)
+		// If the broken holder is this very process, forget the row.
+		l := e.lane(scope, lane)
+		if g := l.currentRow(); g != nil && g.epoch == out.Epoch && out.ID == e.holderID {
+			l.markLost(g, "broken administratively")
+		}
+	}
+	return out, err
+}
