@@ -1,0 +1,139 @@
+package cleolease
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sync"
+
+	"github.com/cleocode/cleolease/lease"
+)
+
+// BeginTx starts a transaction. go-sqlite3 ignores driver.TxOptions
+// (mattn/go-sqlite3#685), so the driver maps them itself:
+//
+//   - ReadOnly: no lease; a deferred BEGIN, with PRAGMA query_only=1 for the
+//     transaction's duration (restored after), so a write inside it fails
+//     with SQLite's "attempt to write a readonly database" instead of
+//     writing without a lease.
+//   - otherwise: wait for the writer lease (honouring ctx), then BEGIN
+//     IMMEDIATE whatever _txlock says, so a transaction that reads and then
+//     writes can never fail with SQLITE_BUSY or SQLITE_BUSY_SNAPSHOT. Commit
+//     is fenced.
+//
+// Isolation levels other than the default and Serializable (which is what
+// SQLite provides) are refused. On a connection inside a transaction the
+// driver did not begin, a write transaction fails with
+// ErrForeignTransaction.
+func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	switch sql.IsolationLevel(opts.Isolation) {
+	case sql.LevelDefault, sql.LevelSerializable:
+	default:
+		return nil, fmt.Errorf("cleolease: isolation level %s is not supported by SQLite (use the default or Serializable)", sql.IsolationLevel(opts.Isolation))
+	}
+	if !lc.c.leased() && !opts.ReadOnly {
+		return lc.SQLiteConn.BeginTx(ctx, opts)
+	}
+	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
+		return nil, ErrForeignTransaction
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tx := &leaseTx{lc: lc}
+	if opts.ReadOnly {
+		var err error
+		if tx.restoreQueryOnly, err = lc.queryOnly(); err != nil {
+			return nil, err
+		}
+		if err := lc.begin(ctx, "BEGIN"); err != nil {
+			return nil, err
+		}
+		if _, err := lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 1", nil); err != nil {
+			lc.rollback()
+			return nil, err
+		}
+		tx.readOnly = true
+		lc.tx = tx
+		return tx, nil
+	}
+	h, err := lc.c.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := lc.begin(ctx, "BEGIN IMMEDIATE"); err != nil {
+		releaseHold(h)
+		return nil, err
+	}
+	tx.hold = h
+	lc.tx = tx
+	return tx, nil
+}
+
+// Begin is BeginTx with default options.
+func (lc *leaseConn) Begin() (driver.Tx, error) {
+	return lc.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (lc *leaseConn) queryOnly() (bool, error) {
+	rows, err := lc.SQLiteConn.QueryContext(context.Background(), "PRAGMA query_only", nil)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return false, err
+	}
+	n, _ := v[0].(int64)
+	return n != 0, nil
+}
+
+// leaseTx is a transaction the driver began. Its hold on the lane ends
+// exactly once: at Commit, Rollback (including database/sql's rollback when
+// the transaction's context ends, which may run on another goroutine) or
+// when the connection closes.
+type leaseTx struct {
+	lc               *leaseConn
+	hold             *lease.Hold // nil: read-only, or no lease (opt-out)
+	readOnly         bool
+	restoreQueryOnly bool
+	once             sync.Once
+}
+
+// Commit runs the fencing check inside the transaction and commits; if the
+// lease was lost it rolls back and returns an error wrapping ErrLeaseLost.
+func (tx *leaseTx) Commit() error {
+	defer tx.end()
+	if tx.readOnly {
+		_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "COMMIT", nil)
+		if err != nil {
+			tx.lc.rollback()
+		}
+		return err
+	}
+	return tx.lc.commitFenced(tx.hold)
+}
+
+// Rollback rolls the transaction back and ends its hold.
+func (tx *leaseTx) Rollback() error {
+	defer tx.end()
+	if tx.lc.SQLiteConn.AutoCommit() {
+		return nil
+	}
+	_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
+	return err
+}
+
+func (tx *leaseTx) end() {
+	tx.once.Do(func() {
+		if tx.lc.tx == tx {
+			tx.lc.tx = nil
+		}
+		if tx.readOnly && !tx.restoreQueryOnly {
+			tx.lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 0", nil)
+		}
+		releaseHold(tx.hold)
+	})
+}
