@@ -3,9 +3,12 @@ package cleolease
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -118,6 +121,7 @@ type leaseConn struct {
 	tx *leaseTx // the transaction this driver began, nil when none
 
 	classes map[string]class // per-connection cache of classify results
+	busyMS  int              // the connection's own busy_timeout; -1 until read
 }
 
 // class is what SQLite says of a statement string.
@@ -240,7 +244,7 @@ func (lc *leaseConn) leasedExec(ctx context.Context, k class, run func() (driver
 	if !k.fenceable || h == nil {
 		return run()
 	}
-	if err := lc.begin(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := lc.beginImmediate(ctx); err != nil {
 		return nil, err
 	}
 	res, err := run()
@@ -281,7 +285,7 @@ func (lc *leaseConn) leasedQuery(ctx context.Context, k class, run func() (drive
 	}
 	fenced := k.fenceable && h != nil
 	if fenced {
-		if err := lc.begin(ctx, "BEGIN IMMEDIATE"); err != nil {
+		if err := lc.beginImmediate(ctx); err != nil {
 			releaseHold(h)
 			return nil, err
 		}
@@ -348,6 +352,54 @@ func (r *leaseRows) ColumnTypeNullable(i int) (nullable, ok bool) {
 func (lc *leaseConn) begin(ctx context.Context, stmt string) error {
 	_, err := lc.SQLiteConn.ExecContext(context.WithoutCancel(ctx), stmt, nil)
 	return err
+}
+
+// beginImmediate starts the driver's write transaction once the lease is
+// held. The only competitors for SQLite's write lock are then other lanes
+// and short lease bookkeeping, so instead of SQLite's busy handler (which
+// sleeps at least 1 ms per retry) it retries in Go with a back-off from
+// 10µs to 500µs, for as long as the connection's busy_timeout allows,
+// honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
+func (lc *leaseConn) beginImmediate(ctx context.Context) error {
+	bg := context.WithoutCancel(ctx)
+	if lc.busyMS < 0 {
+		lc.busyMS = 0
+		if rows, err := lc.SQLiteConn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
+			v := make([]driver.Value, 1)
+			if rows.Next(v) == nil {
+				n, _ := v[0].(int64)
+				lc.busyMS = int(n)
+			}
+			rows.Close()
+		}
+	}
+	if _, err := lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
+		return err
+	}
+	defer lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(lc.busyMS), nil)
+	deadline := time.Now().Add(time.Duration(lc.busyMS) * time.Millisecond)
+	wait := 10 * time.Microsecond
+	for {
+		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if wait *= 2; wait > 500*time.Microsecond {
+			wait = 500 * time.Microsecond
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 func (lc *leaseConn) rollback() {

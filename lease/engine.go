@@ -42,8 +42,10 @@ type Options struct {
 	// Path is the database file; it must exist (open a connection first).
 	Path string
 	// DSN opens the engine's private connection with go-sqlite3 (the
-	// caller's DSN minus cleolease parameters). Its busy timeout is
-	// overridden by BusyTimeout.
+	// caller's DSN minus cleolease parameters). That connection's busy
+	// timeout is set to 0: every lease statement is a single attempt and
+	// the wait between attempts happens in Go, honouring contexts
+	// (lease-anchors §6, mattn/go-sqlite3#863).
 	DSN string
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration
@@ -58,11 +60,8 @@ type Options struct {
 	// provably alive (hung). Writes stay safe (fencing); external side
 	// effects of the robbed holder are not.
 	StealAfterTTL bool
-	// BusyTimeout bounds each SQLite attempt of a lease statement; the
-	// wait between attempts happens in Go. Default 10ms.
-	BusyTimeout time.Duration
-	Clock       Clock
-	Logger      *slog.Logger
+	Clock         Clock
+	Logger        *slog.Logger
 	// MemoryOnly makes an in-process-only engine (shared in-memory
 	// databases): a gate per lane, no tables, no sidecar.
 	MemoryOnly bool
@@ -79,6 +78,7 @@ type Engine struct {
 	pid      int64
 	start    string
 	side     *sidecar
+	bell     *doorbell
 
 	db    *sql.DB
 	clock Clock
@@ -135,9 +135,6 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Second
 	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Millisecond
-	}
 	if opts.Clock == nil {
 		opts.Clock = SystemClock{}
 	}
@@ -193,12 +190,14 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if side != nil {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
-	e.db = sql.OpenDB(&leaseConnector{dsn: e.opts.DSN, busy: e.opts.BusyTimeout})
+	e.bell = newDoorbell(side)
+	e.db = sql.OpenDB(&leaseConnector{dsn: e.opts.DSN})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
 	if err := e.bootstrap(ctx); err != nil {
 		e.db.Close()
+		e.bell.close()
 		if e.side != nil {
 			e.side.close()
 		}
@@ -264,6 +263,9 @@ func (e *Engine) Close() error {
 	if e.db != nil {
 		err = e.db.Close()
 	}
+	if e.bell != nil {
+		e.bell.close()
+	}
 	if e.side != nil {
 		if cerr := e.side.close(); err == nil {
 			err = cerr
@@ -310,7 +312,7 @@ func isBusy(err error) bool {
 // ends; the body and COMMIT run detached from ctx so a cancellation can
 // never leave an ambiguous commit. If fn fails the transaction rolls back.
 func (e *Engine) immediate(ctx context.Context, fn func(c *sql.Conn) error) error {
-	bo := backoff{min: 200 * time.Microsecond, max: 2 * time.Millisecond}
+	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
 		err := e.tryImmediate(ctx, fn)
 		if err == nil || !isBusy(err) {
@@ -349,10 +351,9 @@ func (e *Engine) tryImmediate(ctx context.Context, fn func(c *sql.Conn) error) e
 }
 
 // leaseConnector opens the engine's private connection on the raw
-// go-sqlite3 driver (never through cleolease) with a short busy timeout.
+// go-sqlite3 driver (never through cleolease) with busy_timeout 0.
 type leaseConnector struct {
-	dsn  string
-	busy time.Duration
+	dsn string
 }
 
 func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -361,7 +362,7 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	sc := conn.(*sqlite3.SQLiteConn)
-	if _, err := sc.Exec(fmt.Sprintf("PRAGMA busy_timeout = %d", c.busy.Milliseconds()), nil); err != nil {
+	if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
 		sc.Close()
 		return nil, err
 	}

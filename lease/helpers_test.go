@@ -162,6 +162,9 @@ func runRole(role string) int {
 	path := os.Getenv("CLEOLEASE_DB")
 	prio, _ := strconv.Atoi(os.Getenv("CLEOLEASE_PRIO"))
 	linger := 50 * time.Millisecond
+	if role == "pingpong" {
+		linger = 0
+	}
 	if v := os.Getenv("CLEOLEASE_LINGER"); v != "" {
 		linger, _ = time.ParseDuration(v)
 	}
@@ -181,6 +184,8 @@ func runRole(role string) int {
 	opts := AcquireOptions{Priority: prio, Wait: time.Hour, Require: true}
 	stdin := bufio.NewScanner(os.Stdin)
 	switch role {
+	case "pingpong":
+		return runPingpong(e)
 	case "hold":
 		h, err := e.Acquire(ctx, "s", "l", opts)
 		if err != nil {

@@ -448,8 +448,14 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 // when the row is free or its holder dead, hands it to the queue's head).
 func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, error) {
 	var g *grant
+	rang := false
+	defer func() {
+		if rang {
+			l.e.bell.ring()
+		}
+	}()
 	err := l.e.immediate(ctx, func(c *sql.Conn) error {
-		g = nil
+		g, rang = nil, false
 		bg := context.WithoutCancel(ctx)
 		active, err := readActive(bg, c, l.scope, l.lane)
 		if err != nil {
@@ -492,6 +498,7 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
+			rang = true
 		}
 		if hd == nil || hd.h.ID != me.ID {
 			// Not queued yet (or our row was cleaned up): queue.
@@ -515,12 +522,18 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 	return g, err
 }
 
+// FallbackPoll bounds how long a waiter sleeps between looks at the lane
+// when the doorbell stays silent.
+const FallbackPoll = 5 * time.Millisecond
+
 // claim acquires the row across processes: one claim transaction, then a
-// cheap poll of the active row with a capped back-off (50µs to 1ms) until
-// the row is handed to us, falls free, or its holder is found dead.
+// cheap read of the active row each time the doorbell rings (or every
+// FallbackPoll) until the row is handed to us, falls free, or its holder is
+// found dead.
 func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
-	bo := backoff{min: 50 * time.Microsecond, max: time.Millisecond}
 	defer l.unlockWant()
+	fallback := time.NewTimer(FallbackPoll)
+	defer fallback.Stop()
 	for {
 		g, err := l.attempt(ctx, opts)
 		if err != nil {
@@ -532,31 +545,40 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 		if g != nil {
 			return g, nil
 		}
-		l.lockWant()
+		if !l.wantLocked {
+			l.lockWant()
+			l.e.bell.ring() // a lingering holder hands over at once
+		}
 		for {
-			if err := bo.sleep(ctx, bound); err != nil {
-				return l.abandon(ctx, err)
-			}
+			bell := l.e.bell.wait()
 			r, err := readActive(ctx, l.e.db, l.scope, l.lane)
-			if err != nil {
-				if isBusy(err) {
-					continue
-				}
+			if err != nil && !isBusy(err) {
 				if ctx.Err() != nil {
 					return l.abandon(ctx, ctx.Err())
 				}
 				return l.abandonWith(ctx, err)
 			}
-			if r != nil && r.h.ID == l.e.holderID {
-				// Handed to us inside the previous holder's transaction,
-				// which also removed our queue row.
-				return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
+			if err == nil {
+				if r != nil && r.h.ID == l.e.holderID {
+					// Handed to us inside the previous holder's transaction,
+					// which also removed our queue row.
+					return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
+				}
+				if r == nil {
+					break
+				}
+				if ok, _ := l.reclaimable(r); ok {
+					break
+				}
 			}
-			if r == nil {
-				break
-			}
-			if ok, _ := l.reclaimable(r); ok {
-				break
+			fallback.Reset(FallbackPoll)
+			select {
+			case <-bell:
+			case <-fallback.C:
+			case <-ctx.Done():
+				return l.abandon(ctx, ctx.Err())
+			case <-bound:
+				return l.abandon(ctx, errWaitBound)
 			}
 		}
 	}
@@ -675,6 +697,7 @@ func (l *laneState) release(h *Hold) {
 func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	rang := false
 	err := l.e.immediate(ctx, func(c *sql.Conn) error {
 		res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
 			WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, l.e.nowMS(), g.id, l.e.holderID, g.epoch)
@@ -693,9 +716,13 @@ func (l *laneState) handOff(g *grant, why string) {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
+			rang = true
 		}
 		return nil
 	})
+	if rang {
+		l.e.bell.ring()
+	}
 	switch {
 	case err == errLostRow:
 		l.markLost(g, "row gone at release")
@@ -716,15 +743,15 @@ func (l *laneState) handOff(g *grant, why string) {
 var errLostRow = errors.New("row no longer ours")
 
 // watch runs while this process holds the row with no hold active: it
-// hands the row over as soon as another process waits (sidecar check every
-// 250µs, queue table every 10ms for waiters of other implementations) and
-// releases it after Linger idle.
+// hands the row over as soon as another process waits (woken by the
+// doorbell, with a look at the queue table every FallbackPoll for waiters
+// of other implementations) and releases it after Linger idle.
 func (l *laneState) watch() {
 	defer l.e.wg.Done()
-	t := time.NewTicker(250 * time.Microsecond)
+	t := time.NewTimer(0)
 	defer t.Stop()
-	lastQueueCheck := time.Now()
-	for range t.C {
+	for {
+		bell := l.e.bell.wait()
 		if !l.tryEnter() {
 			// A writer of this process has the lane; its release restarts
 			// the watcher.
@@ -737,21 +764,11 @@ func (l *laneState) watch() {
 		g, idle, closing := l.row, time.Since(l.idleSince), l.closing
 		l.mu.Unlock()
 		done := g == nil || closing
-		if !done {
-			others := false
-			if l.e.side != nil {
-				others, _ = l.e.side.readLocked(l.want)
+		if !done && (g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background())) {
+			if !g.lost.Load() {
+				l.handOff(g, "released after linger")
 			}
-			if !others && time.Since(lastQueueCheck) > 10*time.Millisecond {
-				lastQueueCheck = time.Now()
-				others = l.queueHasOthers(context.Background())
-			}
-			if others || idle >= l.e.opts.Linger || g.lost.Load() {
-				if !g.lost.Load() {
-					l.handOff(g, "released after linger")
-				}
-				done = l.currentRow() == nil
-			}
+			done = l.currentRow() == nil
 		}
 		l.mu.Lock()
 		if done {
@@ -765,6 +782,18 @@ func (l *laneState) watch() {
 		l.mu.Unlock()
 		if done {
 			return
+		}
+		wait := l.e.opts.Linger - idle
+		if wait > FallbackPoll {
+			wait = FallbackPoll
+		}
+		if wait < 0 {
+			wait = 0
+		}
+		t.Reset(wait)
+		select {
+		case <-bell:
+		case <-t.C:
 		}
 	}
 }

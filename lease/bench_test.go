@@ -1,0 +1,141 @@
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// monoNow reads CLOCK_MONOTONIC, comparable across processes.
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// pingpong acquires and releases the lane n times, recording per epoch the
+// monotonic time the grant arrived and the time release was called.
+func pingpong(e *Engine, n int) (acq, rel map[int64]int64, err error) {
+	acq, rel = map[int64]int64{}, map[int64]int64{}
+	for i := 0; i < n; i++ {
+		h, err := e.Acquire(context.Background(), "s", "l", req)
+		if err != nil {
+			return nil, nil, err
+		}
+		acq[h.Epoch()] = monoNow()
+		rel[h.Epoch()] = monoNow()
+		h.Release()
+	}
+	return acq, rel, nil
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[int(p*float64(len(d)-1))]
+}
+
+// BenchmarkHandoff measures a clean hand-off between two processes: from
+// the holder's Release call to the other process's Acquire returning.
+// Both processes alternate on one lane with Slice 0 (strict FIFO) and no
+// linger, so every grant is a cross-process hand-off.
+func BenchmarkHandoff(b *testing.B) {
+	n := b.N
+	if n < 1000 {
+		n = 1000
+	}
+	path := newDB(b)
+	kid := startChild(b, "pingpong", path, "CLEOLEASE_N="+strconv.Itoa(n))
+	kid.expect("ready")
+	e := openEngine(b, path, func(o *Options) { o.Linger = 0 })
+	b.ResetTimer()
+	kid.send("go")
+	acq, rel, err := pingpong(e, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var theirs struct{ Acq, Rel map[int64]int64 }
+	if err := json.Unmarshal([]byte(kid.expect("result")), &theirs); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	for k, v := range theirs.Acq {
+		acq[k] = v
+	}
+	for k, v := range theirs.Rel {
+		rel[k] = v
+	}
+	var lat []time.Duration
+	_, mineAt := acq[0], 0
+	_ = mineAt
+	for ep, t := range acq {
+		if r, ok := rel[ep-1]; ok && t > r {
+			// Only hand-offs between processes: consecutive epochs held by
+			// different processes. Both processes alternate, so most are.
+			lat = append(lat, time.Duration(t-r))
+		}
+	}
+	if len(lat) == 0 {
+		b.Fatal("no hand-offs observed")
+	}
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(lat)), "samples")
+}
+
+// BenchmarkCrashHandoff measures SIGKILL of a holder → the next waiter's
+// Acquire returning.
+func BenchmarkCrashHandoff(b *testing.B) {
+	n := b.N
+	if n < 100 {
+		n = 100
+	}
+	var lat []time.Duration
+	path := newDB(b)
+	e := openEngine(b, path, func(o *Options) { o.Linger = 0 })
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		kid := startChild(b, "hold", path)
+		kid.expect("held")
+		got := make(chan time.Time, 1)
+		go func() {
+			h, err := e.Acquire(context.Background(), "s", "l", req)
+			if err != nil {
+				b.Error(err)
+			}
+			got <- time.Now()
+			h.Release()
+		}()
+		eventually(b, "waiter queued", func() bool { return queueLen(b, path, "s", "l") == 1 })
+		t0 := time.Now()
+		kid.cmd.Process.Signal(syscall.SIGKILL)
+		lat = append(lat, (<-got).Sub(t0))
+		kid.cmd.Wait()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(lat)), "samples")
+}
+
+func runPingpong(e *Engine) int {
+	n, _ := strconv.Atoi(os.Getenv("CLEOLEASE_N"))
+	fmt.Println("ready")
+	var line [16]byte
+	os.Stdin.Read(line[:])
+	acq, rel, err := pingpong(e, n)
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	out, _ := json.Marshal(struct{ Acq, Rel map[int64]int64 }{acq, rel})
+	fmt.Println("result", string(out))
+	return 0
+}
