@@ -175,6 +175,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, err
 	}
+	if err := c.coldOpen(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	return &outerConn{mw: conn, inner: slot.lc}, nil
 }
 
