@@ -122,7 +122,28 @@ type leaseConn struct {
 
 	classes map[string]class // per-connection cache of classify results
 	busyMS  int              // the connection's own busy_timeout; -1 until read
+	fence   *sqlite3.SQLiteStmt
+	closed  bool
 }
+
+// QueryContext serves Hold.Fence from a statement prepared once per
+// connection (lease.FenceSQL); any other query is prepared as usual.
+func (f fenceQuerier) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	lc := f.lc
+	if query != lease.FenceSQL {
+		return lc.SQLiteConn.QueryContext(ctx, query, args)
+	}
+	if lc.fence == nil {
+		st, err := lc.SQLiteConn.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		lc.fence = st.(*sqlite3.SQLiteStmt)
+	}
+	return lc.fence.QueryContext(ctx, args)
+}
+
+type fenceQuerier struct{ lc *leaseConn }
 
 // class is what SQLite says of a statement string.
 type class struct {
@@ -244,7 +265,7 @@ func (lc *leaseConn) leasedExec(ctx context.Context, k class, run func() (driver
 	if !k.fenceable || h == nil {
 		return run()
 	}
-	if err := lc.beginImmediate(ctx); err != nil {
+	if err := lc.beginImmediate(ctx, h); err != nil {
 		return nil, err
 	}
 	res, err := run()
@@ -285,7 +306,7 @@ func (lc *leaseConn) leasedQuery(ctx context.Context, k class, run func() (drive
 	}
 	fenced := k.fenceable && h != nil
 	if fenced {
-		if err := lc.beginImmediate(ctx); err != nil {
+		if err := lc.beginImmediate(ctx, h); err != nil {
 			releaseHold(h)
 			return nil, err
 		}
@@ -360,8 +381,14 @@ func (lc *leaseConn) begin(ctx context.Context, stmt string) error {
 // sleeps at least 1 ms per retry) it retries in Go with a back-off from
 // 10µs to 500µs, for as long as the connection's busy_timeout allows,
 // honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
-func (lc *leaseConn) beginImmediate(ctx context.Context) error {
+func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
 	bg := context.WithoutCancel(ctx)
+	if h == nil || !h.Claimed() {
+		// This process kept the lane: nobody else is expected to want
+		// the write lock, and SQLite's busy handler is the cheaper path.
+		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		return err
+	}
 	if lc.busyMS < 0 {
 		lc.busyMS = 0
 		if rows, err := lc.SQLiteConn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
@@ -414,7 +441,7 @@ func (lc *leaseConn) rollback() {
 func (lc *leaseConn) commitFenced(h *lease.Hold) error {
 	ctx := context.Background()
 	if h != nil {
-		if err := h.Fence(ctx, lc.SQLiteConn); err != nil {
+		if err := h.Fence(ctx, fenceQuerier{lc}); err != nil {
 			lc.rollback()
 			return err
 		}
@@ -508,10 +535,8 @@ func (lc *leaseConn) ResetSession(ctx context.Context) error {
 	return nil
 }
 
-// IsValid reports whether the connection can be reused.
-func (lc *leaseConn) IsValid() bool {
-	return lc.SQLiteConn.GetFilename("") != "" || lc.c.memory
-}
+// IsValid reports whether the connection can be reused: not closed.
+func (lc *leaseConn) IsValid() bool { return !lc.closed }
 
 // Close ends the driver's transaction, if one is open (SQLite rolls it
 // back), releasing its lease, and closes the connection.
@@ -519,6 +544,10 @@ func (lc *leaseConn) Close() error {
 	if lc.tx != nil {
 		lc.tx.end()
 	}
+	if lc.fence != nil {
+		lc.fence.Close()
+	}
+	lc.closed = true
 	return lc.SQLiteConn.Close()
 }
 

@@ -62,7 +62,7 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 	if err != nil {
 		return nil, err
 	}
-	if err := lc.beginImmediate(ctx); err != nil {
+	if err := lc.beginImmediate(ctx, h); err != nil {
 		releaseHold(h)
 		return nil, err
 	}

@@ -5,6 +5,8 @@ package lease
 import (
 	"os"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,10 +25,16 @@ type doorbell struct {
 	mu   sync.Mutex
 	ch   chan struct{}
 	done chan struct{}
+
+	// The database file itself is watched for a change of its link count
+	// or name (renamed over, deleted), so the identity check needs a stat
+	// only after such an event.
+	dbWatch   int32 // watch descriptor of the database file; -1 if none
+	dbChanged atomic.Bool
 }
 
-func newDoorbell(side *sidecar) *doorbell {
-	b := &doorbell{side: side, ch: make(chan struct{}), done: make(chan struct{})}
+func newDoorbell(side *sidecar, dbPath string) *doorbell {
+	b := &doorbell{side: side, ch: make(chan struct{}), done: make(chan struct{}), dbWatch: -1}
 	if side == nil {
 		close(b.done)
 		return b
@@ -41,6 +49,9 @@ func newDoorbell(side *sidecar) *doorbell {
 		close(b.done)
 		return b
 	}
+	if wd, err := unix.InotifyAddWatch(fd, dbPath, unix.IN_ATTRIB|unix.IN_MOVE_SELF|unix.IN_DELETE_SELF); err == nil {
+		b.dbWatch = int32(wd)
+	}
 	b.f = os.NewFile(uintptr(fd), "inotify:"+side.path)
 	go b.loop()
 	return b
@@ -50,8 +61,16 @@ func (b *doorbell) loop() {
 	defer close(b.done)
 	buf := make([]byte, 4096)
 	for {
-		if _, err := b.f.Read(buf); err != nil {
+		n, err := b.f.Read(buf)
+		if err != nil {
 			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			if ev.Wd == b.dbWatch || ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				b.dbChanged.Store(true)
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
 		}
 		b.wake()
 	}

@@ -190,7 +190,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if side != nil {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
-	e.bell = newDoorbell(side)
+	e.bell = newDoorbell(side, e.path)
 	e.db = sql.OpenDB(&leaseConnector{dsn: e.opts.DSN})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -217,9 +217,18 @@ func (e *Engine) Path() string { return e.path }
 func (e *Engine) HolderID() string { return e.holderID }
 
 // CheckFile reports ErrFileChanged when the engine's path no longer names
-// the file it was opened on (renamed over, deleted).
-func (e *Engine) CheckFile() error {
+// the file it was opened on (renamed over, deleted). It always stats.
+func (e *Engine) CheckFile() error { return e.checkFile(true) }
+
+// checkFile with always false trusts inotify: it stats only after the
+// kernel reported a rename, unlink or link-count change of the file (or
+// when inotify is unavailable). Acquire uses it on the fast path; a claim
+// always stats.
+func (e *Engine) checkFile(always bool) error {
 	if e.opts.MemoryOnly {
+		return nil
+	}
+	if !always && e.bell != nil && e.bell.dbWatch >= 0 && !e.bell.dbChanged.Load() {
 		return nil
 	}
 	var st unix.Stat_t
@@ -229,6 +238,9 @@ func (e *Engine) CheckFile() error {
 	if uint64(st.Dev) != e.dev || uint64(st.Ino) != e.ino {
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged,
 			Reason: fmt.Sprintf("inode %d is now %d", e.ino, st.Ino)}
+	}
+	if e.bell != nil {
+		e.bell.dbChanged.Store(false) // a chmod or touch: same file
 	}
 	return nil
 }

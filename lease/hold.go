@@ -17,6 +17,7 @@ type Hold struct {
 	g        *grant // nil when degraded
 	root     *Hold  // nil for a first acquisition
 	gateHeld bool
+	claimed  bool // this acquisition claimed the row (vs. reusing a lingering one)
 	released atomic.Bool
 }
 
@@ -39,6 +40,12 @@ func (h *Hold) Epoch() int64 {
 // wait bound): the work runs unleased and unfenced. A degraded Hold never
 // satisfies Held.
 func (h *Hold) Degraded() bool { return h.g == nil }
+
+// Claimed reports whether this acquisition had to claim the row through
+// the queue (another process held or wanted the lane recently), as opposed
+// to reusing a row this process still held. Callers use it to expect
+// competition for SQLite's write lock.
+func (h *Hold) Claimed() bool { return h.claimed }
 
 // Reentrant reports whether this Hold re-entered an outer one.
 func (h *Hold) Reentrant() bool { return h.root != nil }
@@ -65,7 +72,7 @@ func (h *Hold) Check(ctx context.Context) error {
 		return h.lostErr("check")
 	}
 	var one int
-	err := h.l.e.db.QueryRowContext(ctx, fenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
+	err := h.l.e.db.QueryRowContext(ctx, FenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
 	if err != nil {
 		if err == io.EOF || err.Error() == "sql: no rows in result set" {
 			h.l.markLost(h.g, "check found another holder")
@@ -76,7 +83,11 @@ func (h *Hold) Check(ctx context.Context) error {
 	return nil
 }
 
-const fenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?`
+// FenceSQL is the fencing check Fence runs: it returns one row exactly when
+// (holder_id, epoch) is the active row of (scope, lane). Its arguments are
+// scope, lane, holder id, epoch. A caller may prepare it once per
+// connection and pass a QueryerContext that runs the prepared statement.
+const FenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?`
 
 // Fence runs the fencing check on q — the caller's connection, inside the
 // write transaction it is about to commit — so that the check and the
@@ -91,7 +102,7 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 		h.l.e.stats.Fenced.Add(1)
 		return h.lostErr("commit")
 	}
-	rows, err := q.QueryContext(ctx, fenceSQL, []driver.NamedValue{
+	rows, err := q.QueryContext(ctx, FenceSQL, []driver.NamedValue{
 		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
 		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
 	})

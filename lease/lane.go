@@ -53,6 +53,7 @@ type laneState struct {
 	depth        int       // nesting of the current hold
 	idleSince    time.Time
 	watching     bool
+	kick         chan struct{} // wakes the watcher when the gate frees
 	closing      bool
 	memEpoch     int64
 	wantLocked   bool
@@ -67,7 +68,7 @@ type gateWaiter struct {
 func newLane(e *Engine, scope, lane string) *laneState {
 	h := fnv.New64a()
 	h.Write([]byte(scope + "\x00" + lane))
-	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<40))}
+	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<40)), kick: make(chan struct{}, 1)}
 }
 
 // enter waits for the in-process gate in arrival order.
@@ -130,10 +131,17 @@ func (l *laneState) leaveLocked() {
 	}
 	l.busy = false
 	l.idleSince = time.Now()
-	if l.row != nil && !l.watching && !l.closing {
-		l.watching = true
-		l.e.wg.Add(1)
-		go l.watch()
+	if l.row != nil && !l.closing {
+		if !l.watching {
+			l.watching = true
+			l.e.wg.Add(1)
+			go l.watch()
+		} else {
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
@@ -185,7 +193,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		root.l.mu.Unlock()
 		return &Hold{l: root.l, g: root.g, root: root}, nil
 	}
-	if err := e.CheckFile(); err != nil {
+	if err := e.checkFile(false); err != nil {
 		return nil, err
 	}
 	l := e.lane(scope, lane)
@@ -202,7 +210,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		}
 		return nil, l.ctxErr(err)
 	}
-	g, err := l.ensureRow(ctx, bound, opts)
+	g, claimed, err := l.ensureRow(ctx, bound, opts)
 	if err != nil {
 		if err == errWaitBound {
 			return l.unavailable(ctx, opts, true)
@@ -218,7 +226,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	l.mu.Unlock()
 	e.stats.Grants.Add(1)
 	e.stats.observeWait(time.Since(start))
-	return &Hold{l: l, g: g, gateHeld: true}, nil
+	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed}, nil
 }
 
 func (l *laneState) ctxErr(err error) error {
@@ -245,11 +253,11 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 
 // ensureRow makes this process the holder of the lane's row; the caller
 // owns the gate.
-func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
+func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, claimed bool, err error) {
 	if g := l.currentRow(); g != nil {
 		if !g.lost.Load() {
 			l.e.stats.FastGrants.Add(1)
-			return g, nil
+			return g, false, nil
 		}
 		l.setRow(nil)
 	}
@@ -257,15 +265,18 @@ func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts 
 		l.memEpoch++
 		g := &grant{epoch: l.memEpoch, at: time.Now()}
 		l.setRow(g)
-		return g, nil
+		return g, false, nil
 	}
-	g, err := l.claim(ctx, bound, opts)
+	if err := l.e.CheckFile(); err != nil {
+		return nil, false, err
+	}
+	g, err = l.claim(ctx, bound, opts)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	l.setRow(g)
 	l.e.logf(slog.LevelDebug, "cleolease: lease acquired", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
-	return g, nil
+	return g, true, nil
 }
 
 // row is an active _writer_leases row as read back.
@@ -742,57 +753,59 @@ func (l *laneState) handOff(g *grant, why string) {
 
 var errLostRow = errors.New("row no longer ours")
 
-// watch runs while this process holds the row with no hold active: it
-// hands the row over as soon as another process waits (woken by the
-// doorbell, with a look at the queue table every FallbackPoll for waiters
-// of other implementations) and releases it after Linger idle.
+// watch runs while this process holds the row: whenever no hold is active
+// it hands the row over as soon as another process waits (woken by the
+// doorbell, or by the gate freeing) and releases it after Linger idle. It
+// ends when the row is gone.
 func (l *laneState) watch() {
 	defer l.e.wg.Done()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		bell := l.e.bell.wait()
-		if !l.tryEnter() {
-			// A writer of this process has the lane; its release restarts
-			// the watcher.
+		if l.tryEnter() {
 			l.mu.Lock()
-			l.watching = false
+			g, idle, closing := l.row, time.Since(l.idleSince), l.closing
 			l.mu.Unlock()
-			return
-		}
-		l.mu.Lock()
-		g, idle, closing := l.row, time.Since(l.idleSince), l.closing
-		l.mu.Unlock()
-		done := g == nil || closing
-		if !done && (g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background())) {
-			if !g.lost.Load() {
-				l.handOff(g, "released after linger")
+			if g != nil && !closing && (g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background())) {
+				if !g.lost.Load() {
+					l.handOff(g, "released after linger")
+				}
 			}
-			done = l.currentRow() == nil
+			l.mu.Lock()
+			done := l.row == nil || l.closing
+			if done {
+				l.watching = false
+			}
+			l.busy = false
+			if l.waiters.Len() > 0 {
+				l.busy = true
+				l.leaveLocked()
+			}
+			l.mu.Unlock()
+			if done {
+				return
+			}
+			wait := l.e.opts.Linger - idle
+			if wait > FallbackPoll || wait < 0 {
+				wait = FallbackPoll
+			}
+			t.Reset(wait)
+		} else {
+			l.mu.Lock()
+			done := l.row == nil || l.closing
+			if done {
+				l.watching = false
+			}
+			l.mu.Unlock()
+			if done {
+				return
+			}
+			t.Reset(FallbackPoll)
 		}
-		l.mu.Lock()
-		if done {
-			l.watching = false
-		}
-		l.busy = false
-		if l.waiters.Len() > 0 {
-			l.busy = true
-			l.leaveLocked()
-		}
-		l.mu.Unlock()
-		if done {
-			return
-		}
-		wait := l.e.opts.Linger - idle
-		if wait > FallbackPoll {
-			wait = FallbackPoll
-		}
-		if wait < 0 {
-			wait = 0
-		}
-		t.Reset(wait)
 		select {
 		case <-bell:
+		case <-l.kick:
 		case <-t.C:
 		}
 	}
@@ -804,6 +817,10 @@ func (l *laneState) shutdown() {
 	l.closing = true
 	g := l.row
 	l.mu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
 	if l.e.opts.MemoryOnly {
 		return
 	}
