@@ -3,6 +3,7 @@
 package lease
 
 import (
+	"encoding/binary"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,15 @@ type doorbell struct {
 	// only after such an event.
 	dbWatch   int32 // watch descriptor of the database file; -1 if none
 	dbChanged atomic.Bool
+
+	// grantSlot is the liveness slot of the waiter the last hand-off was
+	// made to (the 8 bytes at offset 0 of the sidecar); closes counts
+	// closes of the sidecar (a process exited, perhaps by crashing). A
+	// woken waiter reads the lease table only when the grant names it or a
+	// process exited, so a hand-off costs one database read, not one per
+	// waiter.
+	grantSlot atomic.Int64
+	closes    atomic.Int64
 }
 
 func newDoorbell(side *sidecar, dbPath string) *doorbell {
@@ -65,12 +75,28 @@ func (b *doorbell) loop() {
 		if err != nil {
 			return
 		}
+		modified := false
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			if ev.Wd == b.dbWatch || ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+			switch {
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				b.dbChanged.Store(true)
+				b.closes.Add(1) // events were lost: everyone looks
+				modified = true
+			case ev.Wd == b.dbWatch:
+				b.dbChanged.Store(true)
+			case ev.Mask&unix.IN_CLOSE_WRITE != 0:
+				b.closes.Add(1)
+			case ev.Mask&unix.IN_MODIFY != 0:
+				modified = true
 			}
 			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+		if modified {
+			var v [8]byte
+			if _, err := b.side.f.ReadAt(v[:], 0); err == nil {
+				b.grantSlot.Store(int64(binary.LittleEndian.Uint64(v[:])))
+			}
 		}
 		b.wake()
 	}
@@ -90,12 +116,25 @@ func (b *doorbell) wake() {
 	b.mu.Unlock()
 }
 
-// ring tells every process watching the sidecar (this one included).
-func (b *doorbell) ring() {
+// ringGrant tells the process whose liveness slot is slot (and wakes every
+// process watching the sidecar) that a lane was handed to it.
+func (b *doorbell) ringGrant(slot int64) {
 	if b.side != nil {
-		b.side.f.WriteAt([]byte{1}, 0)
+		var v [8]byte
+		binary.LittleEndian.PutUint64(v[:], uint64(slot))
+		b.side.f.WriteAt(v[:], 0)
 	}
 }
+
+// ringQueue tells holders that a waiter queued (byte 8 of the sidecar).
+func (b *doorbell) ringQueue() {
+	if b.side != nil {
+		b.side.f.WriteAt([]byte{1}, 8)
+	}
+}
+
+// watched reports whether rings reach this process (inotify works here).
+func (b *doorbell) watched() bool { return b.f != nil }
 
 func (b *doorbell) close() {
 	if b.f != nil {

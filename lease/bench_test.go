@@ -139,3 +139,51 @@ func runPingpong(e *Engine) int {
 	fmt.Println("result", string(out))
 	return 0
 }
+
+// BenchmarkContended runs 8 processes that each hold the lane for 1 ms of
+// work per transaction (the contention tool's 8×1 workload, lease only).
+func BenchmarkContended(b *testing.B) {
+	path := newDB(b)
+	var kids []*child
+	for i := 0; i < 8; i++ {
+		kids = append(kids, startChild(b, "rate", path, "CLEOLEASE_DUR=3s", "CLEOLEASE_HOLD=1ms", "CLEOLEASE_LINGER=5ms", "CLEOLEASE_TRACE="+os.Getenv("CLEOLEASE_TRACE")))
+	}
+	for _, k := range kids {
+		k.send("go")
+	}
+	total, minC, maxC := 0, 1<<30, 0
+	acq, rel, req := map[int64]int64{}, map[int64]int64{}, map[int64]int64{}
+	var relDur []time.Duration
+	for _, k := range kids {
+		n, _ := strconv.Atoi(k.expect("commits"))
+		total += n
+		minC, maxC = min(minC, n), max(maxC, n)
+		if os.Getenv("CLEOLEASE_TRACE") != "" {
+			var tr [][3]int64
+			json.Unmarshal([]byte(k.expect("trace")), &tr)
+			for _, x := range tr {
+				if x[0] > 0 {
+					req[x[0]], acq[x[0]] = x[1], x[2]
+				} else {
+					rel[-x[0]] = x[1]
+					relDur = append(relDur, time.Duration(x[2]))
+				}
+			}
+		}
+	}
+	if len(acq) > 0 {
+		var gap, hold []time.Duration
+		for ep, t := range acq {
+			if r, ok := rel[ep-1]; ok {
+				gap = append(gap, time.Duration(t-r))
+			}
+			if r, ok := rel[ep]; ok {
+				hold = append(hold, time.Duration(r-t))
+			}
+		}
+		b.Logf("release call p50 %v p90 %v p99 %v", percentile(relDur, .5), percentile(relDur, .9), percentile(relDur, .99))
+		b.Logf("hand-off gap p50 %v p90 %v p99 %v; hold p50 %v p99 %v", percentile(gap, .5), percentile(gap, .9), percentile(gap, .99), percentile(hold, .5), percentile(hold, .99))
+	}
+	b.ReportMetric(float64(total)/3, "commits/s")
+	b.ReportMetric(float64(minC)/float64(maxC), "fairness")
+}

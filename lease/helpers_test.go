@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -214,6 +215,39 @@ func runRole(role string) int {
 		}
 		h.Release()
 		fmt.Println("granted", h.Epoch())
+	case "rate":
+		// Increment for CLEOLEASE_DUR with CLEOLEASE_HOLD of work inside
+		// each transaction; print the number of commits.
+		dur, _ := time.ParseDuration(os.Getenv("CLEOLEASE_DUR"))
+		hold, _ := time.ParseDuration(os.Getenv("CLEOLEASE_HOLD"))
+		stdin.Scan()
+		n := 0
+		var trace [][3]int64
+		for end := time.Now().Add(dur); time.Now().Before(end); n++ {
+			t0 := monoNow()
+			h, err := e.Acquire(ctx, "s", "l", opts)
+			if err != nil {
+				fmt.Println("ERR", err)
+				return 1
+			}
+			trace = append(trace, [3]int64{h.Epoch(), t0, monoNow()})
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				fmt.Println("ERR", err)
+				return 1
+			}
+			time.Sleep(hold)
+			tx.Exec(`UPDATE counter SET n = n + 1 WHERE id = 1`)
+			tx.Commit()
+			tr := monoNow()
+			h.Release()
+			trace = append(trace, [3]int64{-h.Epoch(), tr, monoNow() - tr})
+		}
+		fmt.Println("commits", n)
+		if os.Getenv("CLEOLEASE_TRACE") != "" {
+			out, _ := json.Marshal(trace)
+			fmt.Println("trace", string(out))
+		}
 	case "count":
 		n, _ := strconv.Atoi(os.Getenv("CLEOLEASE_N"))
 		for i := 0; i < n; i++ {

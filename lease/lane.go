@@ -387,49 +387,61 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn) (*queued, error) {
 	return nil, nil
 }
 
-func maxEpoch(ctx context.Context, c *sql.Conn, scope, lane string) (int64, error) {
-	var m int64
-	err := c.QueryRowContext(ctx, `SELECT coalesce(max(epoch), 0) FROM _writer_leases WHERE scope = ? AND lane = ?`, scope, lane).Scan(&m)
-	if err != nil {
-		return 0, err
-	}
-	if m < 0 || m >= 1<<62 {
-		return 0, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, m)
-	}
-	return m, nil
-}
-
-// grantTo makes w (a waiter, possibly this process) the holder with a new
-// epoch and removes its queue rows. Caller is inside BEGIN IMMEDIATE.
-func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64) (*grant, error) {
-	m, err := maxEpoch(ctx, c, l.scope, l.lane)
-	if err != nil {
-		return nil, err
-	}
+// grantTo makes h (a waiter, possibly this process) the holder of the lane
+// with the next epoch, and removes its queue rows; the caller is inside
+// BEGIN IMMEDIATE. When prev is the active row being handed over or
+// reclaimed, that row is rewritten in place, guarded by its holder and
+// epoch (errLostRow if it changed); otherwise the newest released row is
+// reused, or a row inserted. Either way one row per lane carries the
+// high-water epoch, so epochs never go back and the table does not grow.
+func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, prev *row) (*grant, error) {
 	now := l.e.nowMS()
 	if ttl <= 0 {
 		ttl = l.e.opts.TTL.Milliseconds()
 	}
-	var slot any
+	var slot, start any
 	if h.Slot > 0 {
 		slot = h.Slot
 	}
-	res, err := c.ExecContext(ctx, `INSERT INTO _writer_leases
-		(scope, lane, holder_id, holder_pid, epoch, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?)`,
-		l.scope, l.lane, h.ID, h.PID, m+1, now, now, ttl, h.Start, slot)
+	if h.Start != "" {
+		start = h.Start
+	}
+	const set = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbeat_at = ?5, ttl_ms = ?6,
+		reentrancy_depth = 1, active = 1, holder_start = ?7, holder_slot = ?8,
+		epoch = (SELECT max(epoch) FROM _writer_leases WHERE scope = ?1 AND lane = ?2) + 1`
+	args := []any{l.scope, l.lane, h.ID, h.PID, now, ttl, start, slot}
+	var g grant
+	var err error
+	if prev != nil {
+		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+set+`
+			WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1 RETURNING id, epoch`,
+			append(args, prev.id, prev.h.ID, prev.epoch)...).Scan(&g.id, &g.epoch)
+		if err == sql.ErrNoRows {
+			return nil, errLostRow
+		}
+	} else {
+		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+set+`
+			WHERE id = (SELECT id FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 0 ORDER BY epoch DESC LIMIT 1)
+			RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
+		if err == sql.ErrNoRows {
+			err = c.QueryRowContext(ctx, `INSERT INTO _writer_leases
+				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1, 1, ?7, ?8,
+					(SELECT coalesce(max(epoch), 0) FROM _writer_leases WHERE scope = ?1 AND lane = ?2) + 1)
+				RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	id, _ := res.LastInsertId()
+	if g.epoch <= 0 || g.epoch >= 1<<62 {
+		return nil, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, g.epoch)
+	}
 	if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
 		return nil, err
 	}
-	// The new active row carries the high-water epoch: released rows can go.
-	if _, err := c.ExecContext(ctx, `DELETE FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 0 AND epoch <= ?`, l.scope, l.lane, m); err != nil {
-		return nil, err
-	}
-	return &grant{id: id, epoch: m + 1, at: time.Now()}, nil
+	g.at = time.Now()
+	return &g, nil
 }
 
 func (l *laneState) me() holder {
@@ -459,14 +471,14 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 // when the row is free or its holder dead, hands it to the queue's head).
 func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, error) {
 	var g *grant
-	rang := false
+	var rang int64
 	defer func() {
-		if rang {
-			l.e.bell.ring()
+		if rang != 0 {
+			l.e.bell.ringGrant(rang)
 		}
 	}()
 	err := l.e.immediate(ctx, func(c *sql.Conn) error {
-		g, rang = nil, false
+		g, rang = nil, 0
 		bg := context.WithoutCancel(ctx)
 		active, err := readActive(bg, c, l.scope, l.lane)
 		if err != nil {
@@ -482,16 +494,14 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 			return nil
 		}
 		free := active == nil
+		var prev *row
 		if !free {
 			ok, why := l.reclaimable(active)
 			if ok {
-				if _, err := c.ExecContext(bg, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, active.id, active.epoch); err != nil {
-					return err
-				}
 				l.e.stats.reclaimed(why)
 				l.e.logf(slog.LevelWarn, "cleolease: lease reclaimed", "scope", l.scope, "lane", l.lane,
 					"from", active.h.ID, "pid", active.h.PID, "epoch", active.epoch, "reason", why)
-				free = true
+				free, prev = true, active
 			}
 		}
 		hd, err := l.head(bg, c)
@@ -500,16 +510,16 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 		}
 		if free && (hd == nil || hd.h.ID == me.ID) {
 			l.e.stats.Claims.Add(1)
-			g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds())
+			g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), prev)
 			return err
 		}
 		if free {
 			// Someone else is first in line: give it the lane now.
-			if _, err := l.grantTo(bg, c, hd.h, hd.ttl); err != nil {
+			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, prev); err != nil {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
-			rang = true
+			rang = hd.h.Slot
 		}
 		if hd == nil || hd.h.ID != me.ID {
 			// Not queued yet (or our row was cleaned up): queue.
@@ -558,39 +568,60 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 		}
 		if !l.wantLocked {
 			l.lockWant()
-			l.e.bell.ring() // a lingering holder hands over at once
+			l.e.bell.ringQueue() // a lingering holder hands over at once
 		}
-		for {
-			bell := l.e.bell.wait()
+		g, retry, err := l.await(ctx, bound, fallback)
+		if g != nil || !retry {
+			return g, err
+		}
+	}
+}
+
+// await waits, queued, until the lane is handed to us (a grant), falls
+// free or its holder is found dead (retry: attempt a claim again), or the
+// context or wait bound ends the wait (an error, after leaving the queue).
+// It reads the active row only when the doorbell names us, a process
+// exited, or the fallback period passed.
+func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback *time.Timer) (g *grant, retry bool, err error) {
+	mySlot := l.me().Slot
+	look := true
+	for {
+		bell := l.e.bell.wait()
+		closes := l.e.bell.closes.Load()
+		if look {
 			r, err := readActive(ctx, l.e.db, l.scope, l.lane)
-			if err != nil && !isBusy(err) {
-				if ctx.Err() != nil {
-					return l.abandon(ctx, ctx.Err())
-				}
-				return l.abandonWith(ctx, err)
-			}
-			if err == nil {
-				if r != nil && r.h.ID == l.e.holderID {
-					// Handed to us inside the previous holder's transaction,
-					// which also removed our queue row.
-					return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
-				}
-				if r == nil {
-					break
-				}
+			switch {
+			case err != nil && ctx.Err() != nil:
+				g, err := l.abandon(ctx, ctx.Err())
+				return g, false, err
+			case err != nil && !isBusy(err):
+				g, err := l.abandonWith(ctx, err)
+				return g, false, err
+			case err != nil: // SQLITE_BUSY: look again later
+			case r != nil && r.h.ID == l.e.holderID:
+				// Handed to us inside the previous holder's transaction,
+				// which also removed our queue row.
+				return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, false, nil
+			case r == nil:
+				return nil, true, nil
+			default:
 				if ok, _ := l.reclaimable(r); ok {
-					break
+					return nil, true, nil
 				}
 			}
 			fallback.Reset(FallbackPoll)
-			select {
-			case <-bell:
-			case <-fallback.C:
-			case <-ctx.Done():
-				return l.abandon(ctx, ctx.Err())
-			case <-bound:
-				return l.abandon(ctx, errWaitBound)
-			}
+		}
+		select {
+		case <-bell:
+			look = !l.e.bell.watched() || l.e.bell.grantSlot.Load() == mySlot || l.e.bell.closes.Load() != closes
+		case <-fallback.C:
+			look = true
+		case <-ctx.Done():
+			g, err := l.abandon(ctx, ctx.Err())
+			return g, false, err
+		case <-bound:
+			g, err := l.abandon(ctx, errWaitBound)
+			return g, false, err
 		}
 	}
 }
@@ -708,8 +739,21 @@ func (l *laneState) release(h *Hold) {
 func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rang := false
+	var rang int64
 	err := l.e.immediate(ctx, func(c *sql.Conn) error {
+		hd, err := l.head(ctx, c)
+		if err != nil {
+			return err
+		}
+		if hd != nil && hd.h.ID != l.e.holderID {
+			me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, me); err != nil {
+				return err
+			}
+			l.e.stats.Handoffs.Add(1)
+			rang = hd.h.Slot
+			return nil
+		}
 		res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
 			WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, l.e.nowMS(), g.id, l.e.holderID, g.epoch)
 		if err != nil {
@@ -718,21 +762,10 @@ func (l *laneState) handOff(g *grant, why string) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return errLostRow
 		}
-		hd, err := l.head(ctx, c)
-		if err != nil {
-			return err
-		}
-		if hd != nil && hd.h.ID != l.e.holderID {
-			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl); err != nil {
-				return err
-			}
-			l.e.stats.Handoffs.Add(1)
-			rang = true
-		}
 		return nil
 	})
-	if rang {
-		l.e.bell.ring()
+	if rang != 0 {
+		l.e.bell.ringGrant(rang)
 	}
 	switch {
 	case err == errLostRow:

@@ -128,6 +128,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		return nil, e.errf("break", scope, lane, ErrUnavailable, "in-memory databases have no lease rows")
 	}
 	var out *HolderStatus
+	var ring int64
 	err := e.immediate(ctx, func(c *sql.Conn) error {
 		r, err := readActive(ctx, c, scope, lane)
 		if err != nil || r == nil {
@@ -140,20 +141,28 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 			le.Holder = r.h.ID
 			return le
 		}
-		if _, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, r.id, r.epoch); err != nil {
-			return err
-		}
-		// Hand the lane to the first live waiter, as a release would.
+		// Hand the lane to the first live waiter, as a release would, or
+		// free it; either way the old (holder, epoch) is no longer active.
 		l := e.lane(scope, lane)
 		hd, err := l.head(ctx, c)
-		if err != nil || hd == nil {
+		if err != nil {
 			return err
 		}
-		_, err = l.grantTo(ctx, c, hd.h, hd.ttl)
+		if hd != nil {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, r); err != nil {
+				return err
+			}
+			ring = hd.h.Slot
+			return nil
+		}
+		_, err = c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, r.id, r.epoch)
 		return err
 	})
 	if err != nil {
 		return out, err
+	}
+	if ring != 0 {
+		e.bell.ringGrant(ring)
 	}
 	if out != nil {
 		e.stats.Breaks.Add(1)
