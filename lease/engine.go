@@ -365,7 +365,8 @@ func (e *Engine) tryImmediate(ctx context.Context, fn func(c *sql.Conn) error) e
 // leaseConnector opens the engine's private connection on the raw
 // go-sqlite3 driver (never through cleolease) with busy_timeout 0.
 type leaseConnector struct {
-	dsn string
+	dsn      string
+	readOnly bool // keep the DSN's busy timeout; for inspection only
 }
 
 func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -374,6 +375,9 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	sc := conn.(*sqlite3.SQLiteConn)
+	if c.readOnly {
+		return sc, nil
+	}
 	if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
 		sc.Close()
 		return nil, err

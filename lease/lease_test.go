@@ -367,3 +367,30 @@ func TestManyProcessesCountExactly(t *testing.T) {
 		t.Fatalf("counter %d, want %d", got, procs*n)
 	}
 }
+
+func TestInspectReadsWithoutWriting(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	epoch := holder.expect("held")
+	before, _ := os.Stat(path)
+	lanes, err := Inspect(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lanes) != 1 || lanes[0].Holder == nil || !lanes[0].Holder.Alive || strconv.FormatInt(lanes[0].Holder.Epoch, 10) != epoch {
+		t.Fatalf("lanes %+v", lanes)
+	}
+	after, _ := os.Stat(path)
+	if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Fatal("Inspect changed the database file")
+	}
+	holder.cmd.Process.Signal(syscall.SIGKILL)
+	holder.cmd.Wait()
+	lanes, err = Inspect(context.Background(), path, nil)
+	if err != nil || lanes[0].Holder == nil || lanes[0].Holder.Alive {
+		t.Fatalf("after SIGKILL: %+v, %v; want the holder reported dead", lanes, err)
+	}
+	if _, err := Inspect(context.Background(), newDB(t), nil); !errors.Is(err, ErrNoLeaseTables) {
+		t.Fatalf("fresh database: %v, want ErrNoLeaseTables", err)
+	}
+}

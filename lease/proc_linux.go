@@ -151,6 +151,25 @@ func (s *sidecar) setLock(slot int64, on bool) error {
 	return unix.FcntlFlock(s.f.Fd(), unix.F_OFD_SETLK, &lk)
 }
 
+// openSidecarReadOnly opens an existing sidecar to test locks, taking
+// none: (nil, nil) when there is no sidecar.
+func openSidecarReadOnly(dbPath string) (*sidecar, error) {
+	p := dbPath + "-cleolease"
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &sidecar{path: p, f: f, ino: uint64(st.Ino)}, nil
+}
+
 // close drops the lifetime lock and removes the sidecar when no other
 // process holds any lock on it.
 func (s *sidecar) close() error {
@@ -179,19 +198,23 @@ type verdict struct {
 }
 
 // probe judges whether h is alive, strongest evidence first.
-func (e *Engine) probe(h holder) verdict {
-	if h.ID == e.holderID {
+func (e *Engine) probe(h holder) verdict { return probeHolder(e.holderID, e.side, h) }
+
+// probeHolder is probe for a process whose own holder id is self, seeing
+// the sidecar side (nil when there is none).
+func probeHolder(self string, side *sidecar, h holder) verdict {
+	if h.ID == self {
 		return verdict{true, "this process"}
 	}
 	parts := strings.Split(h.Start, "/")
-	if h.Slot > 0 && e.side != nil {
-		held, err := e.side.locked(h.Slot)
+	if h.Slot > 0 && side != nil {
+		held, err := side.locked(h.Slot)
 		if err == nil && held {
 			return verdict{true, "liveness lock held"}
 		}
 		// The holder recorded which sidecar it locked: if it is the one we
 		// see, a missing lock proves the process is gone.
-		if err == nil && len(parts) == 4 && parts[3] == strconv.FormatUint(e.side.ino, 10) {
+		if err == nil && len(parts) == 4 && parts[3] == strconv.FormatUint(side.ino, 10) {
 			return verdict{false, "liveness lock released"}
 		}
 	}
