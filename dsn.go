@@ -62,6 +62,12 @@ type Config struct {
 	// Linger (_lease_linger) is how long an idle holder keeps the lease row
 	// while nobody waits, so the next transaction pays no claim.
 	Linger time.Duration
+	// StealAfterTTL (_lease_steal_after_ttl), an explicit opt-in, lets a
+	// waiter take over a lane whose holder is alive but whose heartbeat is
+	// older than its TTL (a hung holder). The robbed holder's commits are
+	// fenced; its side effects outside the database are not. Default false:
+	// a provably live holder is never robbed.
+	StealAfterTTL bool
 
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
 	MigrationsTable    string // _migrations_table
@@ -212,6 +218,14 @@ var leaseParams = []leaseParam{
 	{"_lease_slice", func(c *Config, v string) string {
 		return setNonNegative(&c.Slice, v)
 	}, func(c *Config) string { return c.Slice.String() }},
+	{"_lease_steal_after_ttl", func(c *Config, v string) string {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "not a boolean"
+		}
+		c.StealAfterTTL = b
+		return ""
+	}, func(c *Config) string { return strconv.FormatBool(c.StealAfterTTL) }},
 	{"_lease_ttl", func(c *Config, v string) string {
 		d, err := time.ParseDuration(v)
 		if err != nil {
