@@ -161,28 +161,30 @@ var unfenced = map[string]bool{
 // classify prepares query to let SQLite judge it. go-sqlite3's
 // Readonly() judges the first statement only, so a string holding more
 // than one statement counts as a write, and is not fenced (its later
-// statements may manage their own transaction).
-func (lc *leaseConn) classify(query string) (class, error) {
+// statements may manage their own transaction). Results are cached per
+// connection by query text. On a cache miss for a single statement, the
+// prepared statement is returned too, so the caller runs it instead of
+// preparing the same text again (it must Close it); otherwise st is nil.
+func (lc *leaseConn) classify(query string) (k class, st *sqlite3.SQLiteStmt, err error) {
 	if k, ok := lc.classes[query]; ok {
-		return k, nil
+		return k, nil, nil
 	}
-	st, err := lc.SQLiteConn.Prepare(query)
+	ds, err := lc.SQLiteConn.Prepare(query)
 	if err != nil {
-		return class{}, err
+		return class{}, nil, err
 	}
-	s := st.(*sqlite3.SQLiteStmt)
-	k := class{write: !s.Readonly(), fenceable: true}
+	s := ds.(*sqlite3.SQLiteStmt)
+	k = class{write: !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
 	if stmtTail(s) != "" {
 		k = class{write: true, fenceable: false}
-	} else if unfenced[firstKeyword(query)] {
-		k.fenceable = false
+		s.Close()
+		s = nil
 	}
-	s.Close()
 	if lc.classes == nil || len(lc.classes) > 512 {
 		lc.classes = map[string]class{}
 	}
 	lc.classes[query] = k
-	return k, nil
+	return k, s, nil
 }
 
 // stmtTail returns the unparsed remainder of a prepared string. go-sqlite3
@@ -239,21 +241,27 @@ func (lc *leaseConn) needsLease(k class) (bool, error) {
 // write. An autocommit write runs inside the driver's own BEGIN IMMEDIATE,
 // fenced just before COMMIT, unless it cannot run in a transaction.
 func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	lc.busyMS = -1 // a PRAGMA busy_timeout may change it; re-read when needed
 	if lc.tx != nil || !lc.c.leased() {
 		return lc.SQLiteConn.ExecContext(ctx, query, args)
 	}
-	k, err := lc.classify(query)
+	k, st, err := lc.classify(query)
 	if err != nil {
 		return nil, err
 	}
-	need, err := lc.needsLease(k)
-	if err != nil || !need {
-		if err != nil {
-			return nil, err
-		}
-		return lc.SQLiteConn.ExecContext(ctx, query, args)
+	run := func() (driver.Result, error) { return lc.SQLiteConn.ExecContext(ctx, query, args) }
+	if st != nil {
+		defer st.Close()
+		run = func() (driver.Result, error) { return st.ExecContext(ctx, args) }
 	}
-	return lc.leasedExec(ctx, k, func() (driver.Result, error) { return lc.SQLiteConn.ExecContext(ctx, query, args) })
+	need, err := lc.needsLease(k)
+	if err != nil {
+		return nil, err
+	}
+	if !need {
+		return run()
+	}
+	return lc.leasedExec(ctx, k, run)
 }
 
 func (lc *leaseConn) leasedExec(ctx context.Context, k class, run func() (driver.Result, error)) (driver.Result, error) {
@@ -285,18 +293,56 @@ func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driv
 	if lc.tx != nil || !lc.c.leased() {
 		return lc.SQLiteConn.QueryContext(ctx, query, args)
 	}
-	k, err := lc.classify(query)
+	k, st, err := lc.classify(query)
 	if err != nil {
 		return nil, err
 	}
-	need, err := lc.needsLease(k)
-	if err != nil || !need {
-		if err != nil {
-			return nil, err
+	run := func() (driver.Rows, error) { return lc.SQLiteConn.QueryContext(ctx, query, args) }
+	if st != nil {
+		run = func() (driver.Rows, error) {
+			rows, err := st.QueryContext(ctx, args)
+			if err != nil {
+				st.Close()
+				return nil, err
+			}
+			return &stmtRows{Rows: rows, st: st}, nil
 		}
-		return lc.SQLiteConn.QueryContext(ctx, query, args)
 	}
-	return lc.leasedQuery(ctx, k, func() (driver.Rows, error) { return lc.SQLiteConn.QueryContext(ctx, query, args) })
+	need, err := lc.needsLease(k)
+	if err != nil {
+		if st != nil {
+			st.Close()
+		}
+		return nil, err
+	}
+	if !need {
+		return run()
+	}
+	return lc.leasedQuery(ctx, k, run)
+}
+
+// stmtRows closes the statement classify prepared when its rows close.
+type stmtRows struct {
+	driver.Rows
+	st *sqlite3.SQLiteStmt
+}
+
+func (r *stmtRows) Close() error {
+	err := r.Rows.Close()
+	r.st.Close()
+	return err
+}
+
+func (r *stmtRows) ColumnTypeScanType(i int) reflect.Type {
+	return r.Rows.(driver.RowsColumnTypeScanType).ColumnTypeScanType(i)
+}
+
+func (r *stmtRows) ColumnTypeDatabaseTypeName(i int) string {
+	return r.Rows.(driver.RowsColumnTypeDatabaseTypeName).ColumnTypeDatabaseTypeName(i)
+}
+
+func (r *stmtRows) ColumnTypeNullable(i int) (nullable, ok bool) {
+	return r.Rows.(driver.RowsColumnTypeNullable).ColumnTypeNullable(i)
 }
 
 func (lc *leaseConn) leasedQuery(ctx context.Context, k class, run func() (driver.Rows, error)) (driver.Rows, error) {
