@@ -1,10 +1,12 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 )
@@ -14,25 +16,29 @@ var ErrNoLeaseTables = errors.New("database has no lease tables (no cleolease pr
 
 // Inspect reports every lane of the database at path, like Engine.Status,
 // without opening an engine and without writing anything: the database is
-// opened read-only and the sidecar, if present, only to test locks.
-// Errors: os.ErrNotExist for a missing file, SQLite's error for a file that
-// is not a database, ErrNoLeaseTables, ErrUntrusted.
+// read through ReadOnly and the sidecar, if present, is opened read-only
+// only to test locks. Errors: os.ErrNotExist for a missing file, SQLite's
+// error for a file that is not a database, ErrNoLeaseTables, ErrUntrusted.
 func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error) {
+	var out []LaneStatus
+	err := ReadOnly(ctx, path, func(db *sql.DB) error {
+		var err error
+		out, err = InspectDB(ctx, db, path, clock)
+		return err
+	})
+	return out, err
+}
+
+// InspectDB is Inspect on a connection the caller opened to the file at
+// path (typically with ReadOnly); path locates the sidecar.
+func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]LaneStatus, error) {
 	if clock == nil {
 		clock = SystemClock{}
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
 	}
 	resolved, _, _, err := FileKey(path)
 	if err != nil {
 		return nil, err
 	}
-	db, err := OpenReadOnly(resolved)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_writer_leases'`).Scan(&n); err != nil {
 		return nil, err
@@ -51,8 +57,54 @@ func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error
 	return readStatus(ctx, db, probe, clock)
 }
 
+// ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes
+// nothing and creates no file.
+//
+// mode=ro is enough while the database is in use, but on a WAL-mode file
+// that nobody has open (there is no -wal file) a mode=ro connection
+// creates the -wal and -shm files and leaves them behind. There fn runs on
+// an immutable=1 connection instead (no locks, no side files), which reads
+// exactly what is there since everything is in the main file; if the main
+// file or the -wal changed meanwhile (a process opened the database and
+// wrote), fn runs again, from the third attempt on with mode=ro.
+func ReadOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	resolved, _, _, err := FileKey(path)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		before, err := quietState(resolved)
+		if err != nil {
+			return err
+		}
+		immutable := before.walMode && !before.walExists && attempt < 2
+		q := "mode=ro&_busy_timeout=5000"
+		if immutable {
+			q = "mode=ro&immutable=1"
+		}
+		u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: resolved}).EscapedPath(), RawQuery: q}
+		db := sql.OpenDB(&leaseConnector{dsn: u.String(), readOnly: true})
+		db.SetMaxOpenConns(1)
+		err = db.PingContext(ctx)
+		if err == nil {
+			err = fn(db)
+		}
+		db.Close()
+		if !immutable {
+			return err
+		}
+		if after, serr := quietState(resolved); serr == nil && after == before {
+			return err
+		}
+	}
+}
+
 // OpenReadOnly opens path on the raw go-sqlite3 driver read-only
-// (mode=ro), for tools that must not write to the file.
+// (mode=ro), for tools that must not write to the file. On a WAL-mode
+// file nobody has open, prefer ReadOnly, which creates no -wal/-shm file.
 func OpenReadOnly(path string) (*sql.DB, error) {
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: "mode=ro&_busy_timeout=5000"}
 	db := sql.OpenDB(&leaseConnector{dsn: u.String(), readOnly: true})
@@ -61,4 +113,33 @@ func OpenReadOnly(path string) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// fileQuiet is what ReadOnly compares to notice a writer.
+type fileQuiet struct {
+	walMode, walExists bool
+	size, mtime        int64
+	dev, ino           uint64
+}
+
+func quietState(path string) (fileQuiet, error) {
+	var q fileQuiet
+	f, err := os.Open(path)
+	if err != nil {
+		return q, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return q, err
+	}
+	q.size, q.mtime = fi.Size(), fi.ModTime().UnixNano()
+	_, q.dev, q.ino, _ = FileKey(path)
+	head := make([]byte, 20)
+	if _, err := io.ReadFull(f, head); err == nil && bytes.HasPrefix(head, []byte("SQLite format 3\x00")) {
+		q.walMode = head[18] == 2 && head[19] == 2 // read/write format versions: WAL
+	}
+	_, err = os.Lstat(path + "-wal")
+	q.walExists = err == nil
+	return q, nil
 }
