@@ -121,7 +121,6 @@ type leaseConn struct {
 	tx *leaseTx // the transaction this driver began, nil when none
 
 	classes map[string]class // per-connection cache of classify results
-	busyMS  int              // the connection's own busy_timeout; -1 until read
 	fence   *sqlite3.SQLiteStmt
 	closed  bool
 }
@@ -241,7 +240,6 @@ func (lc *leaseConn) needsLease(k class) (bool, error) {
 // write. An autocommit write runs inside the driver's own BEGIN IMMEDIATE,
 // fenced just before COMMIT, unless it cannot run in a transaction.
 func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	lc.busyMS = -1 // a PRAGMA busy_timeout may change it; re-read when needed
 	if lc.tx != nil || !lc.c.leased() {
 		return lc.SQLiteConn.ExecContext(ctx, query, args)
 	}
@@ -435,22 +433,22 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
 		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
 		return err
 	}
-	if lc.busyMS < 0 {
-		lc.busyMS = 0
-		if rows, err := lc.SQLiteConn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
-			v := make([]driver.Value, 1)
-			if rows.Next(v) == nil {
-				n, _ := v[0].(int64)
-				lc.busyMS = int(n)
-			}
-			rows.Close()
+	// The user's busy_timeout (read each time: a PRAGMA through any path,
+	// Raw included, may have changed it) bounds the retries and is restored.
+	busyMS := 0
+	if rows, err := lc.SQLiteConn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
+		v := make([]driver.Value, 1)
+		if rows.Next(v) == nil {
+			n, _ := v[0].(int64)
+			busyMS = int(n)
 		}
+		rows.Close()
 	}
 	if _, err := lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
 		return err
 	}
-	defer lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(lc.busyMS), nil)
-	deadline := time.Now().Add(time.Duration(lc.busyMS) * time.Millisecond)
+	defer lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(busyMS), nil)
+	deadline := time.Now().Add(time.Duration(busyMS) * time.Millisecond)
 	wait := 10 * time.Microsecond
 	for {
 		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)

@@ -245,7 +245,7 @@ func (d *innerDriver) Open(dsn string) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &leaseConn{SQLiteConn: sc.(*sqlite3.SQLiteConn), c: d.c, busyMS: -1}, nil
+	return &leaseConn{SQLiteConn: sc.(*sqlite3.SQLiteConn), c: d.c}, nil
 }
 
 // interceptor is cleolease's sqlmw interceptor. The lease work itself lives

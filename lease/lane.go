@@ -131,7 +131,7 @@ func (l *laneState) leaveLocked() {
 	}
 	l.busy = false
 	l.idleSince = time.Now()
-	if l.row != nil && !l.closing {
+	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
 		if !l.watching {
 			l.watching = true
 			l.e.wg.Add(1)
