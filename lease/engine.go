@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,7 +192,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
 	e.bell = newDoorbell(side, e.path)
-	e.db = sql.OpenDB(&leaseConnector{dsn: e.opts.DSN})
+	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
@@ -360,6 +361,18 @@ func (e *Engine) tryImmediate(ctx context.Context, fn func(c *sql.Conn) error) e
 		return err
 	}
 	return nil
+}
+
+// withStmtCache asks go-sqlite3 to keep the engine's few statements
+// prepared (_stmt_cache_size), unless the DSN already sets a size.
+func withStmtCache(dsn string) string {
+	if strings.Contains(dsn, "_stmt_cache_size=") {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&_stmt_cache_size=32"
+	}
+	return dsn + "?_stmt_cache_size=32"
 }
 
 // leaseConnector opens the engine's private connection on the raw

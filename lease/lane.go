@@ -504,16 +504,17 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 				free, prev = true, active
 			}
 		}
-		hd, err := l.head(bg, c)
-		if err != nil {
-			return err
-		}
-		if free && (hd == nil || hd.h.ID == me.ID) {
-			l.e.stats.Claims.Add(1)
-			g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), prev)
-			return err
-		}
 		if free {
+			// The order is decided here, in the same transaction as the grant.
+			hd, err := l.head(bg, c)
+			if err != nil {
+				return err
+			}
+			if hd == nil || hd.h.ID == me.ID {
+				l.e.stats.Claims.Add(1)
+				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), prev)
+				return err
+			}
 			// Someone else is first in line: give it the lane now.
 			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, prev); err != nil {
 				return err
@@ -521,24 +522,16 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 			l.e.stats.Handoffs.Add(1)
 			rang = hd.h.Slot
 		}
-		if hd == nil || hd.h.ID != me.ID {
-			// Not queued yet (or our row was cleaned up): queue.
-			var n int
-			if err := c.QueryRowContext(bg, `SELECT count(*) FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, me.ID).Scan(&n); err != nil {
-				return err
-			}
-			if n == 0 {
-				now := l.e.nowMS()
-				ttl := l.e.opts.TTL.Milliseconds()
-				if _, err := c.ExecContext(bg, `INSERT INTO _writer_queue
-					(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		// Queue, unless already queued. The statement is short on purpose:
+		// this transaction competes for the write lock with the holder's.
+		now := l.e.nowMS()
+		ttl := l.e.opts.TTL.Milliseconds()
+		_, err = c.ExecContext(bg, `INSERT INTO _writer_queue
+			(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+			WHERE NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2 AND holder_id = ?3)`,
+			l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl)
+		return err
 	})
 	return g, err
 }
