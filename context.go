@@ -155,6 +155,18 @@ func Stats(ctx context.Context, db *sql.DB) (lease.StatsSnapshot, error) {
 	return c.Engine().Stats(), nil
 }
 
+// Break releases (scope, lane) of db's file on behalf of an administrator
+// (see lease.Engine.Break): the holder is fenced and the lane goes to the
+// next waiter. A provably live holder is refused (lease.ErrHolderAlive)
+// unless force. It returns the broken holder, or nil if the lane was free.
+func Break(ctx context.Context, db *sql.DB, scope, lane string, force bool) (*lease.HolderStatus, error) {
+	c, err := connectorOf(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return c.Engine().Break(ctx, scope, lane, force)
+}
+
 // Status returns every lane of db's file: holder (alive or dead and why),
 // epoch, queue in grant order.
 func Status(ctx context.Context, db *sql.DB) ([]lease.LaneStatus, error) {

@@ -57,6 +57,7 @@ type laneState struct {
 	closing      bool
 	memEpoch     int64
 	wantLocked   bool
+	queued       bool // the claim in progress has rung the doorbell
 	lastWaitInfo string
 }
 
@@ -287,6 +288,7 @@ type row struct {
 
 type queued struct {
 	ticket, priority, enqueued, ttl int64
+	arrival                         int64 // 0 when the row has none
 	h                               holder
 	foreign                         bool // written by another implementation (no holder_pid)
 }
@@ -322,7 +324,7 @@ func readActive(ctx context.Context, q querier, scope, lane string) (*row, error
 
 func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, error) {
 	rows, err := q.QueryContext(ctx, `SELECT ticket, holder_id, priority, enqueued_at, holder_pid IS NULL,
-		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0)
+		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0), coalesce(arrival, 0)
 		FROM _writer_queue WHERE scope = ? AND lane = ? ORDER BY ticket`, scope, lane)
 	if err != nil {
 		return nil, err
@@ -331,7 +333,7 @@ func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, er
 	var out []queued
 	for rows.Next() {
 		var w queued
-		if err := rows.Scan(&w.ticket, &w.h.ID, &w.priority, &w.enqueued, &w.foreign, &w.h.PID, &w.h.Start, &w.h.Slot, &w.ttl); err != nil {
+		if err := rows.Scan(&w.ticket, &w.h.ID, &w.priority, &w.enqueued, &w.foreign, &w.h.PID, &w.h.Start, &w.h.Slot, &w.ttl, &w.arrival); err != nil {
 			return nil, fmt.Errorf("%w: unreadable _writer_queue row: %v", ErrUntrusted, err)
 		}
 		out = append(out, w)
@@ -340,7 +342,8 @@ func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, er
 }
 
 // order sorts waiters into grant order: effective priority (priority minus
-// one point per AgingStep waited), then ticket.
+// one point per AgingStep waited), then arrival (the sidecar counter taken
+// when the waiter arrived) where both rows have one, else ticket.
 func order(ws []queued, nowMS int64) {
 	eff := func(w queued) int64 {
 		waited := nowMS - w.enqueued
@@ -353,6 +356,9 @@ func order(ws []queued, nowMS int64) {
 		a, b := eff(ws[i]), eff(ws[j])
 		if a != b {
 			return a < b
+		}
+		if ws[i].arrival > 0 && ws[j].arrival > 0 {
+			return ws[i].arrival < ws[j].arrival
 		}
 		return ws[i].ticket < ws[j].ticket
 	})
@@ -469,7 +475,7 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 // attempt is one claim transaction. It returns a grant when this process
 // is now the holder; otherwise it makes sure this process is queued (and,
 // when the row is free or its holder dead, hands it to the queue's head).
-func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, error) {
+func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival int64) (*grant, error) {
 	var g *grant
 	var rang int64
 	defer func() {
@@ -526,11 +532,15 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions) (*grant, e
 		// this transaction competes for the write lock with the holder's.
 		now := l.e.nowMS()
 		ttl := l.e.opts.TTL.Milliseconds()
+		var arr any
+		if arrival > 0 {
+			arr = arrival
+		}
 		_, err = c.ExecContext(bg, `INSERT INTO _writer_queue
-			(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms)
-			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+			(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms, arrival)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
 			WHERE NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2 AND holder_id = ?3)`,
-			l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl)
+			l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl, arr)
 		return err
 	})
 	return g, err
@@ -548,8 +558,16 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	defer l.unlockWant()
 	fallback := time.NewTimer(FallbackPoll)
 	defer fallback.Stop()
+	// Take a place in line and announce the wait before touching SQLite:
+	// the queue row can only be written once the holder's transaction ends,
+	// and by then the holder must already know to hand over.
+	var arrival int64
+	if l.e.side != nil {
+		arrival = l.e.side.nextTicket()
+	}
+	l.lockWant()
 	for {
-		g, err := l.attempt(ctx, opts)
+		g, err := l.attempt(ctx, opts, arrival)
 		if err != nil {
 			if ctx.Err() != nil {
 				return l.abandon(ctx, ctx.Err())
@@ -559,8 +577,8 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 		if g != nil {
 			return g, nil
 		}
-		if !l.wantLocked {
-			l.lockWant()
+		if !l.queued {
+			l.queued = true
 			l.e.bell.ringQueue() // a lingering holder hands over at once
 		}
 		g, retry, err := l.await(ctx, bound, fallback)
@@ -631,6 +649,7 @@ func (l *laneState) lockWant() {
 }
 
 func (l *laneState) unlockWant() {
+	l.queued = false
 	if l.wantLocked {
 		l.e.side.setLock(l.want, false)
 		l.wantLocked = false

@@ -4,6 +4,7 @@ package lease
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -149,6 +151,41 @@ func (s *sidecar) setLock(slot int64, on bool) error {
 	}
 	lk := unix.Flock_t{Type: typ, Whence: 0, Start: slot, Len: 1}
 	return unix.FcntlFlock(s.f.Fd(), unix.F_OFD_SETLK, &lk)
+}
+
+// ticketOffset holds the sidecar's arrival counter (8 bytes, little
+// endian), guarded by a blocking OFD write lock on its own bytes.
+const ticketOffset = 16
+
+// nextTicket returns the next arrival number of this file: a counter in the
+// sidecar, so a waiter takes its place in line the moment it arrives, even
+// while a holder's transaction keeps SQLite's write lock and the queue row
+// cannot be written yet. 0 when it cannot be read.
+func (s *sidecar) nextTicket() int64 {
+	// Non-blocking attempts for up to ~10 ms: a peer stopped (SIGSTOP)
+	// inside this few-microsecond section must not stall everyone; without
+	// a ticket the waiter falls back to the queue's own order.
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: ticketOffset, Len: 8}
+	for i := 0; unix.FcntlFlock(s.f.Fd(), unix.F_OFD_SETLK, &lk) != nil; i++ {
+		if i == 200 {
+			return 0
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	defer func() {
+		lk.Type = unix.F_UNLCK
+		unix.FcntlFlock(s.f.Fd(), unix.F_OFD_SETLK, &lk)
+	}()
+	var b [8]byte
+	if n, err := s.f.ReadAt(b[:], ticketOffset); err != nil && n != 8 {
+		b = [8]byte{}
+	}
+	t := int64(binary.LittleEndian.Uint64(b[:])) + 1
+	binary.LittleEndian.PutUint64(b[:], uint64(t))
+	if _, err := s.f.WriteAt(b[:], ticketOffset); err != nil {
+		return 0
+	}
+	return t
 }
 
 // openSidecarReadOnly opens an existing sidecar to test locks, taking

@@ -9,9 +9,10 @@ import (
 // The lease tables live in the database file itself, so that the fencing
 // check is atomic with the data (DESIGN §5). Names, columns and units
 // (milliseconds since the Unix epoch) are the original implementation's
-// (cleo-lease-spec §1); holder_start, holder_slot, holder_pid and ttl_ms on
-// the queue are cleolease's additions, all nullable, so a file shared with
-// the original stays mutually exclusive.
+// (cleo-lease-spec §1); holder_start, holder_slot, and on the queue
+// holder_pid, ttl_ms and arrival (the waiter's place in line, taken from
+// the sidecar's counter when it arrived) are cleolease's additions, all
+// nullable, so a file shared with the original stays mutually exclusive.
 const (
 	ddlLeases = `CREATE TABLE IF NOT EXISTS _writer_leases (
 	id INTEGER PRIMARY KEY,
@@ -40,7 +41,8 @@ const (
 	holder_pid INTEGER,
 	holder_start TEXT,
 	holder_slot INTEGER,
-	ttl_ms INTEGER
+	ttl_ms INTEGER,
+	arrival INTEGER
 )`
 	ddlQueueIndex = `CREATE INDEX IF NOT EXISTS ix_writer_queue_order ON _writer_queue(scope, lane, priority ASC, ticket ASC)`
 )
@@ -53,6 +55,7 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"_writer_queue", "holder_start", "TEXT"},
 	{"_writer_queue", "holder_slot", "INTEGER"},
 	{"_writer_queue", "ttl_ms", "INTEGER"},
+	{"_writer_queue", "arrival", "INTEGER"},
 }
 
 // schemaState is what sqlite_master and table_info say about the tables.
