@@ -394,3 +394,29 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 		t.Fatalf("fresh database: %v, want ErrNoLeaseTables", err)
 	}
 }
+
+func TestReplacedFileIsRefusedWhileLingering(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = time.Hour })
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release() // the row lingers: the next acquisition takes the fast path
+	repl := path + ".new"
+	os.WriteFile(repl, nil, 0o644)
+	if err := os.Rename(repl, path); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replaced file to be refused", func() bool {
+		h, err := e.Acquire(context.Background(), "s", "l", req)
+		if err == nil {
+			h.Release()
+			return false
+		}
+		if !errors.Is(err, ErrFileChanged) {
+			t.Fatalf("got %v, want ErrFileChanged", err)
+		}
+		return true
+	})
+}
