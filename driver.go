@@ -32,6 +32,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/ngrok/sqlmw"
@@ -164,6 +165,19 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	slot := &connSlot{}
 	conn, err := c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
+	// go-sqlite3 switches a fresh file to WAL while opening it; when several
+	// processes do that at once the switch can fail with SQLITE_BUSY, which
+	// SQLite's busy handler does not cover. Retry with a capped back-off.
+	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		conn, err = c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
+	}
 	if err != nil {
 		return nil, err
 	}

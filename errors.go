@@ -11,8 +11,8 @@ import (
 // need only this package. Test them with errors.Is; read details with
 // errors.As into *lease.Error (alias LeaseError).
 var (
-	// ErrLeaseUnavailable: no grant within _lease_wait (mode require, or the
-	// cold-open lease in any mode but off).
+	// ErrLeaseUnavailable: no grant within _lease_wait in mode require. (The
+	// cold-open lease never degrades and is bounded only by the context.)
 	ErrLeaseUnavailable = lease.ErrUnavailable
 	// ErrLeaseLost: a fenced commit found that its (holder, epoch) was no
 	// longer active; the transaction was rolled back and changed nothing.

@@ -384,6 +384,18 @@ type leaseConnector struct {
 
 func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := (&sqlite3.SQLiteDriver{}).Open(c.dsn)
+	// A fresh file being switched to WAL by several processes at once can
+	// fail the open with SQLITE_BUSY, outside SQLite's busy handler.
+	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		conn, err = (&sqlite3.SQLiteDriver{}).Open(c.dsn)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// sqliteMagic is the first 16 bytes of every SQLite 3 database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// checkDBFile fails with one clear line unless path names an existing
+// regular file that is an SQLite database (or empty, which SQLite treats
+// as an empty database). It only reads.
+func checkDBFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return failf("%s: no such file", path)
+	case err != nil:
+		return failf("%s: %v", path, unwrapPathErr(err))
+	case st.IsDir():
+		return failf("%s: is a directory, not an SQLite database", path)
+	case !st.Mode().IsRegular():
+		return failf("%s: not a regular file", path)
+	case st.Size() == 0:
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return failf("%s: %v", path, unwrapPathErr(err))
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteMagic))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteMagic) {
+		return failf("%s: not an SQLite database (no SQLite header)", path)
+	}
+	return nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// fileURI returns an SQLite "file:" URI for path (made absolute) with the
+// given query, escaping what SQLite's URI parser would otherwise read as
+// syntax ('?', '#', '%').
+func fileURI(path, query string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	u := "file:" + (&url.URL{Path: abs}).EscapedPath()
+	if query != "" {
+		u += "?" + query
+	}
+	return u, nil
+}
+
+// readOnly runs fn on a read-only connection to path that writes nothing
+// and creates no file, after checking the file.
+//
+// SQLite's mode=ro is enough while the database is in use, but on a
+// WAL-mode file nobody has open (no -wal file) a read-only connection
+// creates the -wal and -shm files and leaves them behind. There, fn runs
+// on an immutable=1 connection instead (no locks, no side files), which is
+// exact because everything is in the main file; if the main file or the
+// -wal changed meanwhile (a process opened the database and wrote), fn is
+// run again, and from the third attempt on with mode=ro.
+func readOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error {
+	if err := checkDBFile(path); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		before, err := fileStateOf(path)
+		if err != nil {
+			return failf("%s: %v", path, unwrapPathErr(err))
+		}
+		immutable := before.walMode && !before.walExists && attempt < 2
+		query := "mode=ro&_busy_timeout=5000"
+		if immutable {
+			query = "mode=ro&immutable=1"
+		}
+		dsn, err := fileURI(path, query)
+		if err != nil {
+			return failf("%s: %v", path, err)
+		}
+		db, err := sql.Open("sqlite3", dsn)
+		if err != nil {
+			return failf("%s: %v", path, err)
+		}
+		db.SetMaxOpenConns(1)
+		var n int
+		err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n)
+		if err != nil {
+			db.Close()
+			return sqliteFailure(path, err)
+		}
+		err = fn(db)
+		db.Close()
+		if !immutable {
+			return err
+		}
+		if after, serr := fileStateOf(path); serr == nil && after == before {
+			return err
+		}
+	}
+}
+
+// fileState is what readOnly compares to notice a writer.
+type fileState struct {
+	walMode   bool // header: WAL journal mode
+	walExists bool
+	size      int64
+	mtime     int64
+	ino       uint64
+}
+
+func fileStateOf(path string) (fileState, error) {
+	var st fileState
+	f, err := os.Open(path)
+	if err != nil {
+		return st, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return st, err
+	}
+	st.size, st.mtime = fi.Size(), fi.ModTime().UnixNano()
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	head := make([]byte, 20)
+	if _, err := io.ReadFull(f, head); err == nil {
+		st.walMode = head[18] == 2 && head[19] == 2
+	}
+	_, err = os.Lstat(path + "-wal")
+	st.walExists = err == nil
+	return st, nil
+}
+
+// sqliteFailure turns an SQLite error on opening path into one line.
+func sqliteFailure(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrNotADB:
+			return failf("%s: not an SQLite database (%v)", path, se)
+		case sqlite3.ErrCorrupt:
+			return failf("%s: database file is corrupt (%v)", path, se)
+		}
+	}
+	return failf("%s: %v", path, err)
+}
+
+// leaseTables reports whether the file has cleolease's lease tables.
+func leaseTables(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_writer_leases', '_writer_queue')`).Scan(&n)
+	return n == 2, err
+}
+
+// requireLeaseTables fails unless db has the lease tables.
+func requireLeaseTables(ctx context.Context, db *sql.DB, path string) error {
+	ok, err := leaseTables(ctx, db)
+	if err != nil {
+		return sqliteFailure(path, err)
+	}
+	if !ok {
+		return failf("%s: no cleolease lease tables (_writer_leases, _writer_queue): no process has opened it with cleolease", path)
+	}
+	return nil
+}
+
+// migrationState is what golang-migrate's version table says.
+type migrationState struct {
+	Table   string `json:"table"`
+	Present bool   `json:"present"`           // the table exists
+	Version *int64 `json:"version,omitempty"` // nil: no migration recorded
+	Dirty   bool   `json:"dirty"`
+}
+
+func (m migrationState) String() string {
+	switch {
+	case !m.Present:
+		return fmt.Sprintf("no %s table", m.Table)
+	case m.Version == nil:
+		return "no version recorded"
+	case m.Dirty:
+		return fmt.Sprintf("version %d, DIRTY (a migration failed half-way; fix it, then 'migrate force')", *m.Version)
+	}
+	return fmt.Sprintf("version %d, clean", *m.Version)
+}
+
+// readMigrationState reads golang-migrate's version table (sqlite3 driver
+// layout: one row, version and dirty) without writing.
+func readMigrationState(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}, table string) (migrationState, error) {
+	st := migrationState{Table: table}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+		return st, err
+	}
+	if n == 0 {
+		return st, nil
+	}
+	st.Present = true
+	var v int64
+	var dirty bool
+	err := q.QueryRowContext(ctx, `SELECT version, dirty FROM "`+strings.ReplaceAll(table, `"`, `""`)+`" LIMIT 1`).Scan(&v, &dirty)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return st, nil
+	case err != nil:
+		return st, err
+	}
+	st.Version, st.Dirty = &v, dirty
+	return st, nil
+}

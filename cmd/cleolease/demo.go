@@ -1,0 +1,589 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/migrate"
+)
+
+// rawDemoQuery is the DSN query of "the usual" go-sqlite3 set-up.
+const rawDemoQuery = "_busy_timeout=5000&_journal_mode=WAL"
+
+type demoOptions struct {
+	workers    int
+	goroutines int
+	duration   time.Duration
+	work       time.Duration
+	db         string
+	migrations string
+	table      string
+	asJSON     bool
+}
+
+func newDemoCmd() *cobra.Command {
+	o := demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run one multi-process workload on raw go-sqlite3 and on cleolease, side by side",
+		Long: `demo needs no set-up. It creates a temporary database, then runs the same
+workload twice with --workers processes, once on raw go-sqlite3 with the usual
+DSN (` + rawDemoQuery + `, plain BEGIN) and once on cleolease
+(sql.Open("cleolease", ...)):
+
+ 1. every process starts at the same moment and migrates the database to an
+    embedded task-tracker schema (12 golang-migrate migrations: projects,
+    tasks, comments, tags, an audit log, foreign keys, indexes, a table
+    rebuild). Raw: each process runs golang-migrate itself, as a naive
+    application does. cleolease: the driver migrates once, under the
+    cold-open lease. Each migration records the process that applied it.
+ 2. for --duration every process runs read-modify-write transactions:
+    new tasks (INSERT ... RETURNING), comments, batch status updates, each
+    with its audit row.
+
+It then checks the data (counters against the rows they count, audit rows
+against the commits the workers saw succeed) and prints both runs side by
+side: commits, lock errors, lost updates, fairness across processes
+(min/max commits per process), latency, and how many processes applied each
+migration.`,
+		Example: `  cleolease demo
+  cleolease demo --workers 4 --duration 3s
+  cleolease demo --db ./demo.db                      # keep demo.db and demo.raw.db
+  cleolease demo --migrations file://./migrations    # race your own migrations`,
+		Args: noArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			switch {
+			case o.workers < 1 || o.workers > 64:
+				return usagef("--workers must be between 1 and 64")
+			case o.goroutines < 1 || o.goroutines > 64:
+				return usagef("--goroutines must be between 1 and 64")
+			case o.duration <= 0 || o.duration > 10*time.Minute:
+				return usagef("--duration must be positive and at most 10m")
+			case o.work < 0 || o.work > time.Second:
+				return usagef("--work must be between 0 and 1s")
+			case !isIdentifier(o.table):
+				return usagef("--table %q is not a plain SQL identifier", o.table)
+			}
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		}),
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.workers, "workers", "w", 8, "worker processes")
+	f.IntVar(&o.goroutines, "goroutines", 1, "writing goroutines per worker process")
+	f.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long each run's workload lasts")
+	f.DurationVar(&o.work, "work", 0, "simulated work inside each transaction (e.g. 1ms)")
+	f.StringVar(&o.db, "db", "", "keep the databases: cleolease's run uses this file, raw's the same name with .raw before the extension (both must not exist)")
+	f.StringVar(&o.migrations, "migrations", "", "race your own golang-migrate migrations (file://DIR) instead of the embedded schema")
+	f.StringVar(&o.table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
+	f.BoolVar(&o.asJSON, "json", false, "print the report as JSON instead of tables")
+	return cmd
+}
+
+// migrationReport is how the start-up migrations of one run went.
+type migrationReport struct {
+	Set             string             `json:"set"`
+	Versions        []versionRuns      `json:"versions"`
+	MaxApplications int                `json:"max_applications"` // of any one migration
+	Duplicated      int                `json:"duplicated"`       // migrations applied more than once
+	Missing         int                `json:"missing"`          // migrations never applied
+	Outcomes        map[string]int     `json:"outcomes"`         // per process
+	Failed          int                `json:"failed"`           // processes whose migration step failed
+	Slowest         time.Duration      `json:"slowest_ns"`       // until the last process was ready
+	Final           migrationState     `json:"final"`
+	SchemaUsable    bool               `json:"schema_usable"`
+	Samples         []string           `json:"error_samples,omitempty"`
+	Processes       []migrationOutcome `json:"processes"`
+}
+
+type versionRuns struct {
+	Version      uint64 `json:"version"`
+	Name         string `json:"name"`
+	Applications int    `json:"applications"`
+}
+
+// verification is what the data says after a run.
+type verification struct {
+	Acknowledged    int64  `json:"acknowledged_commits"` // commits the workers saw succeed
+	AuditRows       int64  `json:"audit_rows"`
+	RevMismatch     int64  `json:"rev_mismatch"`     // Σ |projects.rev − its audit rows|
+	OpenMismatch    int64  `json:"open_mismatch"`    // Σ |projects.open_tasks − its open tasks|
+	CommentMismatch int64  `json:"comment_mismatch"` // Σ |tasks.comment_count − its comments|
+	LostUpdates     int64  `json:"lost_updates"`     // all of the above plus |audit rows − acknowledged|
+	Integrity       string `json:"integrity"`        // PRAGMA quick_check
+	FKViolations    int64  `json:"fk_violations"`
+}
+
+type demoRun struct {
+	Driver     string          `json:"driver"`
+	Label      string          `json:"label"`
+	DB         string          `json:"db"`
+	WorkloadDB string          `json:"workload_db"`
+	Setup      string          `json:"setup"`
+	Migrations migrationReport `json:"migrations"`
+	Load       loadFigures     `json:"load"`
+	Check      verification    `json:"check"`
+}
+
+type demoReport struct {
+	Workers       int           `json:"workers"`
+	Goroutines    int           `json:"goroutines"`
+	Duration      time.Duration `json:"duration_ns"`
+	Work          time.Duration `json:"work_ns"`
+	SQLiteVersion string        `json:"sqlite_version"`
+	Runs          []demoRun     `json:"runs"` // raw, then cleolease
+	Elapsed       time.Duration `json:"elapsed_ns"`
+	Kept          bool          `json:"kept"`
+}
+
+func runDemo(ctx context.Context, stdout, stderr io.Writer, o demoOptions) error {
+	start := time.Now()
+	var fsys fs.FS = demoMigrations()
+	set := "embedded task tracker"
+	if o.migrations != "" {
+		var dir string
+		var err error
+		if fsys, dir, err = sourceFS(o.migrations); err != nil {
+			return failf("%v", err)
+		}
+		if dir, err = filepath.Abs(dir); err != nil {
+			return failf("%v", err)
+		}
+		o.migrations, set = dir, "file://"+dir
+	}
+	versions, err := migrationVersions(fsys)
+	if err != nil {
+		return failf("%v", err)
+	}
+	paths := map[string]string{}
+	kept := o.db != ""
+	if kept {
+		ext := filepath.Ext(o.db)
+		paths["cleolease"] = o.db
+		paths["raw"] = strings.TrimSuffix(o.db, ext) + ".raw" + ext
+		for _, p := range []string{paths["raw"], paths["cleolease"]} {
+			if _, err := os.Stat(p); err == nil {
+				return failf("%s already exists: the demo creates its databases; choose a new name or remove it", p)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return failf("%s: %v", p, unwrapPathErr(err))
+			}
+		}
+		if dir := filepath.Dir(o.db); dir != "" {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return failf("%s: no such directory", dir)
+			}
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "cleolease-demo-")
+		if err != nil {
+			return failf("%v", err)
+		}
+		defer os.RemoveAll(dir)
+		paths["raw"] = filepath.Join(dir, "raw.db")
+		paths["cleolease"] = filepath.Join(dir, "cleolease.db")
+	}
+	rep := demoReport{Workers: o.workers, Goroutines: o.goroutines, Duration: o.duration, Work: o.work, Kept: kept}
+	ui := newProgress(stderr, o.asJSON && !isTerminal(stderr))
+	ui.step("cleolease demo: %d worker processes × %d goroutine(s), %s per run, %d migrations (%s)",
+		o.workers, o.goroutines, o.duration, len(versions), set)
+	for _, driver := range []string{"raw", "cleolease"} {
+		run, err := demoOnce(ctx, ui, o, driver, paths[driver], fsys, versions, set)
+		if err != nil {
+			return failf("%s run: %v", driver, err)
+		}
+		rep.Runs = append(rep.Runs, run)
+	}
+	rep.SQLiteVersion = sqliteVersion(ctx, paths["cleolease"])
+	rep.Elapsed = time.Since(start)
+	if o.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printDemo(stdout, rep)
+	return nil
+}
+
+func sqliteVersion(ctx context.Context, path string) string {
+	v := "?"
+	readOnly(ctx, path, func(db *sql.DB) error {
+		return db.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&v)
+	})
+	return v
+}
+
+// createDemoDB creates path in WAL mode with the demo's instrumentation
+// table; the application schema comes from the workers' migrations.
+func createDemoDB(ctx context.Context, path string) error {
+	dsn, err := fileURI(path, "_journal_mode=WAL&_busy_timeout=5000")
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, ddlMigrationRuns)
+	return err
+}
+
+func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver, path string, fsys fs.FS, versions []uint64, set string) (demoRun, error) {
+	run := demoRun{Driver: driver, DB: path}
+	if driver == "raw" {
+		run.Label = "raw go-sqlite3"
+		run.Setup = `sql.Open("sqlite3", "file:…?` + rawDemoQuery + `"), db.BeginTx; golang-migrate Up in every process`
+	} else {
+		run.Label = "cleolease"
+		run.Setup = `cleolease.OpenDB(Config{SQLiteDSN: "file:…", MigrationsFS: …}), db.BeginTx; migrations at cold open`
+	}
+	if err := createDemoDB(ctx, path); err != nil {
+		return run, err
+	}
+	specs := make([]workerSpec, o.workers)
+	for i := range specs {
+		specs[i] = workerSpec{Index: i, Driver: driver, RawQuery: rawDemoQuery, Workload: "tracker",
+			Goroutines: o.goroutines, Duration: o.duration, Work: o.work,
+			MigrateDB: path, Migrations: o.migrations, Table: o.table}
+	}
+	migStart := time.Now()
+	fr := fleetRun{
+		specs: specs,
+		migrating: func() {
+			migStart = time.Now()
+			ui.step("%s: %d processes start and migrate at once…", run.Label, o.workers)
+		},
+		migrated: func(outs []migrationOutcome) (string, error) {
+			mr, err := analyzeMigrations(ctx, path, outs, fsys, versions, o.table)
+			if err != nil {
+				return "", err
+			}
+			mr.Set = set
+			mr.Slowest = time.Since(migStart)
+			run.Migrations = mr
+			ui.step("%s: migrated in %s: max applications per migration %d, %d of %d processes failed, %s",
+				run.Label, fmtAge(mr.Slowest), mr.MaxApplications, mr.Failed, o.workers, mr.Final)
+			wdb := path
+			if o.migrations != "" || !mr.SchemaUsable {
+				// The workload needs the task-tracker tables: with your
+				// own migrations, or when the race left the schema
+				// unusable, it runs on a second file set up by one process.
+				wdb = strings.TrimSuffix(path, filepath.Ext(path)) + ".workload" + filepath.Ext(path)
+				if err := createWorkloadDB(ctx, wdb, o.table); err != nil {
+					return "", fmt.Errorf("workload database: %w", err)
+				}
+				if !mr.SchemaUsable && o.migrations == "" {
+					ui.step("%s: the migration race left the schema unusable; the workload runs on %s, migrated by one process", run.Label, wdb)
+				}
+			}
+			run.WorkloadDB = wdb
+			if err := seedTracker(ctx, wdb); err != nil {
+				return "", fmt.Errorf("seed: %w", err)
+			}
+			ui.start(run.Label, o.duration)
+			return wdb, nil
+		},
+		ticker: ui.tick,
+	}
+	_, results, err := fr.run(ctx)
+	if err != nil {
+		ui.done("failed")
+		return run, err
+	}
+	run.Load = summarize(results, o.goroutines, o.duration)
+	run.Check, err = verifyTracker(ctx, run.WorkloadDB, run.Load.Commits)
+	if err != nil {
+		ui.done("failed")
+		return run, fmt.Errorf("verify: %w", err)
+	}
+	ui.done(fmt.Sprintf("%s commits, %s lock errors, %d lost updates, fairness %.2f",
+		fmtInt(run.Load.Commits), fmtInt(run.Load.LockErrors), run.Check.LostUpdates, run.Load.Fairness))
+	return run, nil
+}
+
+// analyzeMigrations reads what the start-up migrations did to path.
+func analyzeMigrations(ctx context.Context, path string, outs []migrationOutcome, fsys fs.FS, versions []uint64, table string) (migrationReport, error) {
+	mr := migrationReport{Outcomes: map[string]int{}, Processes: outs}
+	seen := map[string]bool{}
+	for _, o := range outs {
+		mr.Outcomes[o.Outcome]++
+		if strings.HasPrefix(o.Outcome, "failed") || strings.HasPrefix(o.Outcome, "refused") {
+			mr.Failed++
+		}
+		if o.Error != "" && !seen[o.Outcome] {
+			seen[o.Outcome] = true
+			mr.Samples = append(mr.Samples, o.Error)
+		}
+	}
+	err := readOnly(ctx, path, func(db *sql.DB) error {
+		counts := map[uint64]int{}
+		rows, err := db.QueryContext(ctx, `SELECT version, count(*) FROM migration_runs GROUP BY version`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var v uint64
+			var n int
+			if err := rows.Scan(&v, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			counts[v] = n
+		}
+		rows.Close()
+		mr.Versions, mr.MaxApplications, mr.Missing, mr.Duplicated = nil, 0, 0, 0
+		for _, v := range versions {
+			n := counts[v]
+			mr.Versions = append(mr.Versions, versionRuns{Version: v, Name: migrationFile(fsys, v), Applications: n})
+			mr.MaxApplications = max(mr.MaxApplications, n)
+			switch {
+			case n == 0:
+				mr.Missing++
+			case n > 1:
+				mr.Duplicated++
+			}
+		}
+		if mr.Final, err = readMigrationState(ctx, db, table); err != nil {
+			return err
+		}
+		mr.SchemaUsable = trackerSchemaUsable(ctx, db)
+		return nil
+	})
+	return mr, err
+}
+
+// trackerSchemaUsable reports whether the tables and columns the workload
+// uses exist.
+func trackerSchemaUsable(ctx context.Context, db *sql.DB) bool {
+	for _, q := range []string{
+		`SELECT id, name, rev, open_tasks FROM projects LIMIT 0`,
+		`SELECT id, project_id, title, status, priority, comment_count, updated_at FROM tasks LIMIT 0`,
+		`SELECT id, task_id, author, body, created_at FROM comments LIMIT 0`,
+		`SELECT id, name FROM tags LIMIT 0`,
+		`SELECT task_id, tag_id FROM task_tags LIMIT 0`,
+		`SELECT project_id, task_id, actor, kind, at FROM activity LIMIT 0`,
+	} {
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return false
+		}
+		rows.Close()
+	}
+	return true
+}
+
+// createWorkloadDB creates path with the embedded schema, migrated by this
+// process alone.
+func createWorkloadDB(ctx context.Context, path, table string) error {
+	os.Remove(path)
+	if err := createDemoDB(ctx, path); err != nil {
+		return err
+	}
+	dsn, err := fileURI(path, "_busy_timeout=30000")
+	if err != nil {
+		return err
+	}
+	return migrate.Up(ctx, migrate.Options{DSN: dsn, FS: demoMigrations(), Table: table})
+}
+
+// seedTracker creates the projects and tasks the workload works on.
+func seedTracker(ctx context.Context, path string) error {
+	dsn, err := fileURI(path, "_busy_timeout=10000&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, name := range []string{"website", "mobile app", "billing", "infrastructure"} {
+		var id int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO projects (name, open_tasks) VALUES (?, 20) RETURNING id`, name).Scan(&id); err != nil {
+			return err
+		}
+		for i := 1; i <= 20; i++ {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (project_id, title, priority) VALUES (?, ?, ?)`,
+				id, fmt.Sprintf("%s: backlog item %d", name, i), 1+i%9); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+// verifyTracker checks the data against itself and against the commits
+// the workers saw succeed.
+func verifyTracker(ctx context.Context, path string, acked int64) (verification, error) {
+	v := verification{Acknowledged: acked}
+	err := readOnly(ctx, path, func(db *sql.DB) error {
+		for _, q := range []struct {
+			dst *int64
+			sql string
+		}{
+			{&v.AuditRows, `SELECT count(*) FROM activity`},
+			{&v.RevMismatch, `SELECT coalesce(sum(abs(p.rev - (SELECT count(*) FROM activity a WHERE a.project_id = p.id))), 0) FROM projects p`},
+			{&v.OpenMismatch, `SELECT coalesce(sum(abs(p.open_tasks - (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND t.status = 'open'))), 0) FROM projects p`},
+			{&v.CommentMismatch, `SELECT coalesce(sum(abs(t.comment_count - (SELECT count(*) FROM comments c WHERE c.task_id = t.id))), 0) FROM tasks t`},
+			{&v.FKViolations, `SELECT count(*) FROM pragma_foreign_key_check`},
+		} {
+			if err := db.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
+				return err
+			}
+		}
+		return db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&v.Integrity)
+	})
+	if err != nil {
+		return v, err
+	}
+	diff := v.AuditRows - v.Acknowledged
+	if diff < 0 {
+		diff = -diff
+	}
+	v.LostUpdates = v.RevMismatch + v.OpenMismatch + v.CommentMismatch + diff
+	return v, nil
+}
+
+// printDemo writes the side-by-side report.
+func printDemo(w io.Writer, rep demoReport) {
+	raw, cl := rep.Runs[0], rep.Runs[1]
+	fmt.Fprintf(w, "\ncleolease demo: %d processes × %d goroutine(s), %s of writes per run, SQLite %s\n",
+		rep.Workers, rep.Goroutines, rep.Duration, rep.SQLiteVersion)
+	fmt.Fprintf(w, "  raw:       %s\n  cleolease: %s\n", raw.Setup, cl.Setup)
+	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", opMix(cl.Load.Ops))
+
+	fmt.Fprintf(w, "Start-up migrations (%s), all %d processes at once — applications per migration:\n", cl.Migrations.Set, rep.Workers)
+	mt := newTable(w, "migration", raw.Label, cl.Label)
+	for i, v := range cl.Migrations.Versions {
+		r := raw.Migrations.Versions[i]
+		mt.Append([]string{v.Name, applied(r.Applications), applied(v.Applications)})
+	}
+	mt.Render()
+
+	fmt.Fprintln(w)
+	t := newTable(w, "", raw.Label, cl.Label)
+	row := func(label string, f func(r demoRun) string) { t.Append([]string{label, f(raw), f(cl)}) }
+	row("commits", func(r demoRun) string {
+		return fmt.Sprintf("%s (%s/s)", fmtInt(r.Load.Commits), fmtInt(int64(r.Load.CommitsPerSec)))
+	})
+	row("lock errors (database is locked)", func(r demoRun) string { return fmtInt(r.Load.LockErrors) })
+	row("other errors", func(r demoRun) string { return fmtInt(r.Load.OtherErrors) })
+	row("lost updates (checked in the data)", func(r demoRun) string {
+		return fmt.Sprintf("%s (%s audit rows for %s commits)", fmtInt(r.Check.LostUpdates), fmtInt(r.Check.AuditRows), fmtInt(r.Check.Acknowledged))
+	})
+	row("fairness (min/max commits per process)", func(r demoRun) string {
+		return fmt.Sprintf("%.2f (%s / %s)", r.Load.Fairness, fmtInt(r.Load.MinCommits), fmtInt(r.Load.MaxCommits))
+	})
+	row("latency p50 / p99 / max (begin → commit)", func(r demoRun) string { return fmtLatency(r.Load) })
+	row("lease: grants / hand-offs / degraded / fenced", func(r demoRun) string {
+		c := r.Load.Lease
+		if c == nil {
+			return "n/a (no lease)"
+		}
+		return fmt.Sprintf("%s / %s / %s / %s", fmtInt(c.Grants), fmtInt(c.Handoffs), fmtInt(c.Degraded), fmtInt(c.Fenced))
+	})
+	row("max applications per migration", func(r demoRun) string { return strconv.Itoa(r.Migrations.MaxApplications) })
+	row("migrations applied twice or more", func(r demoRun) string {
+		return fmt.Sprintf("%d of %d", r.Migrations.Duplicated, len(r.Migrations.Versions))
+	})
+	row("processes whose migration failed", func(r demoRun) string {
+		return fmt.Sprintf("%d of %d%s", r.Migrations.Failed, rep.Workers, failureKinds(r.Migrations.Outcomes))
+	})
+	row("schema version afterwards", func(r demoRun) string { return shortState(r.Migrations.Final) })
+	row("all processes migrated after", func(r demoRun) string { return fmtAge(r.Migrations.Slowest) })
+	row("integrity / foreign keys", func(r demoRun) string {
+		return fmt.Sprintf("%s / %d violations", r.Check.Integrity, r.Check.FKViolations)
+	})
+	t.Render()
+
+	for _, r := range rep.Runs {
+		keys := make([]string, 0, len(r.Load.Samples))
+		for k := range r.Load.Samples {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s, first %s error: %s\n", r.Label, k, r.Load.Samples[k])
+		}
+		for _, s := range r.Migrations.Samples {
+			fmt.Fprintf(w, "%s, a failed migration: %s\n", r.Label, s)
+		}
+		if r.WorkloadDB != r.DB {
+			fmt.Fprintf(w, "%s: the workload ran on %s (migrations on %s)\n", r.Label, r.WorkloadDB, r.DB)
+		}
+	}
+	if rep.Kept {
+		fmt.Fprintf(w, "databases kept: %s (raw), %s (cleolease); try: cleolease status %s\n", raw.DB, cl.DB, cl.DB)
+	}
+	fmt.Fprintf(w, "demo finished in %s\n", fmtAge(rep.Elapsed))
+}
+
+func applied(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func shortState(m migrationState) string {
+	switch {
+	case !m.Present:
+		return "no version table"
+	case m.Version == nil:
+		return "none"
+	case m.Dirty:
+		return fmt.Sprintf("%d, DIRTY", *m.Version)
+	}
+	return fmt.Sprintf("%d, clean", *m.Version)
+}
+
+func failureKinds(outcomes map[string]int) string {
+	var parts []string
+	for k, n := range outcomes {
+		if strings.HasPrefix(k, "failed") || strings.HasPrefix(k, "refused") {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+func opMix(ops map[string]int64) string {
+	var total int64
+	for _, n := range ops {
+		total += n
+	}
+	if total == 0 {
+		return "add task (INSERT … RETURNING), comment, batch update"
+	}
+	names := []string{"add task", "comment", "batch update"}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d%%", n, (ops[n]*100+total/2)/total))
+	}
+	return strings.Join(parts, ", ") + " (add task uses INSERT … RETURNING)"
+}

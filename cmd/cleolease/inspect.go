@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/cleocode/cleolease/lease"
+)
+
+// inspectDB returns every (scope, lane) of the file in the shape of
+// lease.Engine.Status, read through db (opened read-only by the caller)
+// and judged by a read-only probe of the sidecar next to path.
+func inspectDB(ctx context.Context, db *sql.DB, path string, now time.Time) ([]lease.LaneStatus, error) {
+	return lease.InspectDB(ctx, db, path, fixedClock(now))
+}
+
+// fixedClock reads the same instant every time, so one report has one "now".
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+func shortID(id string) string {
+	if len(id) > 14 {
+		return id[:14] + "…"
+	}
+	return id
+}
+
+func fmtAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Truncate(time.Second).String()
+}

@@ -1,0 +1,703 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/lease"
+)
+
+// The tests run the command as a subprocess: the test binary itself,
+// re-executed with CLEOLEASE_CMD_TEST=cli, runs the command line it is
+// given (and the demo's workers re-execute it the same way). With
+// CLEOLEASE_CMD_TEST=hold it plays a lease holder instead (see roleHold).
+func TestMain(m *testing.M) {
+	switch os.Getenv("CLEOLEASE_CMD_TEST") {
+	case "cli":
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	case "hold":
+		os.Exit(roleHold())
+	}
+	os.Exit(m.Run())
+}
+
+// childEnv is the environment of the test's subprocesses. Under -race a
+// process sleeps a second at exit unless told not to (GORACE
+// atexit_sleep_ms), which would make every command take a second.
+func childEnv() []string {
+	return append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs the command with args and returns what it printed and its exit
+// status.
+func cli(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=cli")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cleolease %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// roleHold takes the lease of (HOLD_SCOPE, HOLD_LANE) on CLEOLEASE_DSN with
+// priority HOLD_PRIORITY, says "HELD epoch", and releases it when told
+// "release" on stdin. It exits when stdin closes.
+func roleHold() int {
+	db, err := sql.Open("cleolease", os.Getenv("CLEOLEASE_DSN"))
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	defer db.Close()
+	ctx := cleolease.WithLane(context.Background(), os.Getenv("HOLD_SCOPE"), os.Getenv("HOLD_LANE"))
+	if p := os.Getenv("HOLD_PRIORITY"); p != "" {
+		n, _ := strconv.Atoi(p)
+		ctx = cleolease.WithPriority(ctx, n)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	fmt.Println("OPEN")
+	l, err := cleolease.AcquireLease(ctx, db)
+	if err != nil {
+		fmt.Println("ERR", err)
+		return 1
+	}
+	fmt.Println("HELD", l.Epoch())
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if sc.Text() == "release" {
+			l.Release()
+			fmt.Println("RELEASED")
+		}
+	}
+	l.Release()
+	return 0
+}
+
+type holder struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// startHolder starts a child process that takes the lease of (main, lane)
+// on path with the given priority; it is killed at the end of the test.
+func startHolder(t *testing.T, path, lane string, priority int) *holder {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=hold",
+		"CLEOLEASE_DSN=file:"+path+"?_lease_wait=10m&_lease_mode=require",
+		"HOLD_SCOPE=main", "HOLD_LANE="+lane, "HOLD_PRIORITY="+strconv.Itoa(priority))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return h
+}
+
+func (h *holder) pid() int64 { return int64(h.cmd.Process.Pid) }
+
+func (h *holder) expect(prefix string) string {
+	h.t.Helper()
+	if !h.out.Scan() {
+		h.t.Fatalf("holder %d ended before %q", h.pid(), prefix)
+	}
+	line := h.out.Text()
+	if !strings.HasPrefix(line, prefix) {
+		h.t.Fatalf("holder %d said %q, want %q", h.pid(), line, prefix)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+}
+
+func (h *holder) send(line string) {
+	h.t.Helper()
+	if _, err := fmt.Fprintln(h.in, line); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds, failing after a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// queued counts the waiters of (main, lane), read-only.
+func queued(t *testing.T, path, lane string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM _writer_queue WHERE scope = 'main' AND lane = ?`, lane).Scan(&n); err != nil {
+		return -1 // not created yet
+	}
+	return n
+}
+
+func statusJSON(t *testing.T, path string) statusReport {
+	t.Helper()
+	r := cli(t, "status", path, "--json")
+	if r.code != 0 {
+		t.Fatalf("status --json: %s", r)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("status --json does not parse: %v\n%s", err, r.stdout)
+	}
+	return rep
+}
+
+func laneOf(t *testing.T, rep statusReport, scope, lane string) lease.LaneStatus {
+	t.Helper()
+	for _, l := range rep.Lanes {
+		if l.Scope == scope && l.Lane == lane {
+			return l
+		}
+	}
+	t.Fatalf("no lane %s/%s in %+v", scope, lane, rep.Lanes)
+	return lease.LaneStatus{}
+}
+
+// snapshot describes every file in path's directory (name, size, mode,
+// modification time, content hash), to prove a command wrote nothing.
+func snapshot(t *testing.T, path string) string {
+	t.Helper()
+	dir := filepath.Dir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := ""
+		if st.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sha256.Sum256(b)
+			sum = hex.EncodeToString(h[:8])
+		}
+		lines = append(lines, fmt.Sprintf("%s %d %v %d %s", e.Name(), st.Size(), st.Mode(), st.ModTime().UnixNano(), sum))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// plainDB creates an SQLite database without lease tables.
+func plainDB(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('x')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leasedDB creates a database that cleolease has used: lease tables, one
+// released lane, a migration version; every handle closed.
+func leasedDB(t *testing.T, path string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "m")
+	writeMigrations(t, dir)
+	db, err := sql.Open("cleolease", "file:"+path+"?_migrations="+"file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := cleolease.WithLane(context.Background(), "main", "jobs")
+	l, err := cleolease.AcquireLease(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+}
+
+func writeMigrations(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"1_users.up.sql":   "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);",
+		"1_users.down.sql": "DROP TABLE users;",
+		"2_email.up.sql":   "ALTER TABLE users ADD COLUMN email TEXT;",
+		"2_email.down.sql": "ALTER TABLE users DROP COLUMN email;",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func oneStderrLine(t *testing.T, r result) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	if r.stderr == "" || len(lines) != 1 {
+		t.Errorf("want exactly one line on stderr, got %d:\n%s", len(lines), r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("want nothing on stdout, got:\n%s", r.stdout)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	junk := filepath.Join(dir, "junk.db")
+	if err := os.WriteFile(junk, []byte("this is a text file, not an SQLite database\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain.db")
+	plainDB(t, plain)
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, plain)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status", missing}, 1, "no such file"},
+		{[]string{"status", dir}, 1, "is a directory"},
+		{[]string{"status", junk}, 1, "not an SQLite database"},
+		{[]string{"status", plain}, 1, "no cleolease lease tables"},
+		{[]string{"status", empty}, 1, "no cleolease lease tables"},
+		{[]string{"status", plain, "--json"}, 1, "no cleolease lease tables"},
+		{[]string{"break", missing, "--scope", "main", "--lane", "jobs"}, 1, "no such file"},
+		{[]string{"break", junk, "--scope", "main", "--lane", "jobs"}, 1, "not an SQLite database"},
+		{[]string{"break", plain, "--scope", "main", "--lane", "jobs"}, 1, "no cleolease lease tables"},
+		{[]string{"migrate", missing, "version"}, 1, "no such file"},
+		{[]string{"migrate", junk, "version"}, 1, "not an SQLite database"},
+		{[]string{"migrate", plain, "--source", "file://" + filepath.Join(dir, "nope"), "up"}, 1, "no such file or directory"},
+
+		{[]string{}, 0, ""},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"status"}, 2, "missing the database path"},
+		{[]string{"status", plain, plain}, 2, "takes one database path"},
+		{[]string{"status", "--bogus", plain}, 2, "unknown flag: --bogus"},
+		{[]string{"status", "--watch=-1s", plain}, 2, "--watch must not be negative"},
+		{[]string{"status", "--table", "x;y", plain}, 2, "not a plain SQL identifier"},
+		{[]string{"break", plain}, 2, "--scope and --lane are required"},
+		{[]string{"break", plain, "--lane", "jobs", "--scope"}, 2, "flag needs an argument"},
+		{[]string{"migrate", plain}, 2, "missing the operation"},
+		{[]string{"migrate", plain, "up"}, 2, "up needs --source"},
+		{[]string{"migrate", plain, "down", "x"}, 2, "not a number"},
+		{[]string{"migrate", plain, "sideways"}, 2, "unknown operation"},
+		{[]string{"demo", "--workers", "0"}, 2, "--workers must be between 1 and 64"},
+		{[]string{"demo", "--duration", "banana"}, 2, "invalid argument"},
+		{[]string{"demo", "extra"}, 2, "takes no arguments"},
+		{[]string{"bench", "--only", "9x9"}, 2, "--only"},
+		{[]string{"bench", "--runs", "0"}, 2, "--runs"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := cli(t, tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("want exit %d, got %s", tc.code, r)
+			}
+			if tc.code == 0 {
+				if !strings.Contains(r.stdout, "Usage:") {
+					t.Errorf("no help:\n%s", r)
+				}
+				return
+			}
+			oneStderrLine(t, r)
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q does not say %q", r.stderr, tc.want)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if after := snapshot(t, plain); after != before {
+			t.Errorf("the commands wrote to the directory:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		if _, err := os.Stat(missing); err == nil {
+			t.Errorf("a command created %s", missing)
+		}
+	})
+}
+
+// TestStatusWritesNothing runs status on a database cleolease has used,
+// with every handle closed, and checks that no file in the directory
+// changed or appeared.
+func TestStatusWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	leasedDB(t, path)
+	before := snapshot(t, path)
+	r := cli(t, "status", path)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, want := range []string{"main/jobs", "(free)", "version 2, clean", "cleolease/migrate"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	rep := statusJSON(t, path)
+	if rep.Migrations.Version == nil || *rep.Migrations.Version != 2 || rep.Migrations.Dirty {
+		t.Errorf("migrations = %+v, want version 2 clean", rep.Migrations)
+	}
+	if l := laneOf(t, rep, "main", "jobs"); l.Holder != nil || l.Epoch < 1 {
+		t.Errorf("main/jobs = %+v, want free with an epoch", l)
+	}
+	if after := snapshot(t, path); after != before {
+		t.Errorf("status wrote to the directory:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestStatusHolderAndQueue: one process holds main/jobs, two wait; status
+// shows the holder and the waiters in grant order (the later waiter has
+// the better priority, so it is first), and --json parses.
+func TestStatusHolderAndQueue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	a := startHolder(t, path, "jobs", 100)
+	a.expect("OPEN")
+	a.expect("HELD")
+	b := startHolder(t, path, "jobs", 100)
+	b.expect("OPEN")
+	eventually(t, "the first waiter to queue", func() bool { return queued(t, path, "jobs") == 1 })
+	c := startHolder(t, path, "jobs", 10)
+	c.expect("OPEN")
+	eventually(t, "the second waiter to queue", func() bool { return queued(t, path, "jobs") == 2 })
+
+	l := laneOf(t, statusJSON(t, path), "main", "jobs")
+	if l.Holder == nil || l.Holder.PID != a.pid() || !l.Holder.Alive || l.Holder.Depth != 1 {
+		t.Fatalf("holder = %+v, want pid %d alive", l.Holder, a.pid())
+	}
+	if len(l.Waiters) != 2 || l.Waiters[0].PID != c.pid() || l.Waiters[1].PID != b.pid() {
+		t.Fatalf("waiters = %+v, want pids %d (priority 10) then %d (priority 100)", l.Waiters, c.pid(), b.pid())
+	}
+	if l.Waiters[0].Priority != 10 || l.Waiters[1].Priority != 100 || !l.Waiters[0].Alive || !l.Waiters[1].Alive {
+		t.Errorf("waiters = %+v", l.Waiters)
+	}
+
+	r := cli(t, "status", path)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	out := r.stdout
+	q := strings.Index(out, "queue of main/jobs, in grant order")
+	ia, ib, ic := strings.Index(out, " "+strconv.FormatInt(a.pid(), 10)+" "), strings.LastIndex(out, " "+strconv.FormatInt(b.pid(), 10)+" "), strings.LastIndex(out, " "+strconv.FormatInt(c.pid(), 10)+" ")
+	if q < 0 || ia < 0 || ia > q || ic < q || ib < ic || !strings.Contains(out, "alive (liveness lock held)") {
+		t.Errorf("status does not show holder %d, then waiters %d and %d in grant order:\n%s", a.pid(), c.pid(), b.pid(), out)
+	}
+
+	// The grant follows the order shown.
+	a.send("release")
+	a.expect("RELEASED")
+	c.expect("HELD")
+	l = laneOf(t, statusJSON(t, path), "main", "jobs")
+	if l.Holder == nil || l.Holder.PID != c.pid() || len(l.Waiters) != 1 || l.Waiters[0].PID != b.pid() {
+		t.Errorf("after the release: holder %+v, waiters %+v; want %d holding, %d waiting", l.Holder, l.Waiters, c.pid(), b.pid())
+	}
+}
+
+func TestBreakKilledHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	a := startHolder(t, path, "jobs", 100)
+	a.expect("OPEN")
+	epoch, _ := strconv.ParseInt(a.expect("HELD"), 10, 64)
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	a.cmd.Wait()
+
+	l := laneOf(t, statusJSON(t, path), "main", "jobs")
+	if l.Holder == nil || l.Holder.PID != a.pid() || l.Holder.Alive {
+		t.Fatalf("holder = %+v, want pid %d dead", l.Holder, a.pid())
+	}
+	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs")
+	if r.code != 0 || !strings.Contains(r.stdout, "broke main/jobs") || !strings.Contains(r.stdout, "dead") {
+		t.Fatalf("break: %s", r)
+	}
+	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder != nil {
+		t.Fatalf("after break, holder = %+v", l.Holder)
+	}
+	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs")
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing to break") {
+		t.Errorf("second break: %s", r)
+	}
+	d := startHolder(t, path, "jobs", 100)
+	d.expect("OPEN")
+	if next, _ := strconv.ParseInt(d.expect("HELD"), 10, 64); next <= epoch {
+		t.Errorf("next epoch %d, want > %d", next, epoch)
+	}
+}
+
+func TestBreakLiveHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	a := startHolder(t, path, "jobs", 100)
+	a.expect("OPEN")
+	a.expect("HELD")
+	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs")
+	if r.code != 1 {
+		t.Fatalf("break of a live holder: want exit 1, got %s", r)
+	}
+	oneStderrLine(t, r)
+	if !strings.Contains(r.stderr, "refusing to break main/jobs") || !strings.Contains(r.stderr, "alive") || !strings.Contains(r.stderr, strconv.FormatInt(a.pid(), 10)) {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder == nil || l.Holder.PID != a.pid() {
+		t.Fatalf("the refused break changed the holder: %+v", l.Holder)
+	}
+	r = cli(t, "break", path, "--scope", "main", "--lane", "jbos")
+	if r.code != 1 || !strings.Contains(r.stderr, "no lane main/jbos (lanes: main/jobs)") {
+		t.Errorf("break of an unknown lane: %s", r)
+	}
+	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, "alive, forced") {
+		t.Fatalf("break --force: %s", r)
+	}
+	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder != nil {
+		t.Fatalf("after break --force, holder = %+v", l.Holder)
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := "file://" + filepath.Join(dir, "migrations")
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	step := func(want string, args ...string) {
+		t.Helper()
+		r := cli(t, append([]string{"migrate", path, "--source", src}, args...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("migrate %v: want %q in the output, got %s", args, want, r)
+		}
+	}
+	step("no version, clean; newest in the source 2, 2 pending", "version")
+	step("version 2, clean", "up")
+	step("no change", "up")
+	step("version 1, clean", "down", "1")
+	step("version 2, clean", "goto", "2")
+	// A failing migration: one line, exit 1, the previous version kept.
+	if err := os.WriteFile(filepath.Join(dir, "migrations", "3_bad.up.sql"), []byte("CREATE TABLE users (x);"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "migrate", path, "--source", src, "up")
+	if r.code != 1 || !strings.Contains(r.stderr, "migration 3 (bad) up failed") {
+		t.Fatalf("failing migration: %s", r)
+	}
+	oneStderrLine(t, r)
+	if rep := statusJSON(t, path); rep.Migrations.Version == nil || *rep.Migrations.Version != 2 || rep.Migrations.Dirty {
+		t.Errorf("after the failure: %+v", rep.Migrations)
+	}
+	step("version 1, clean", "force", "1")
+	r = cli(t, "migrate", path, "version")
+	if r.code != 0 || !strings.Contains(r.stdout, "version 1, clean") {
+		t.Fatal(r)
+	}
+	if l := laneOf(t, statusJSON(t, path), "cleolease", "migrate"); l.Holder != nil || l.Epoch < 1 {
+		t.Errorf("the cold-open lane: %+v", l)
+	}
+}
+
+// TestDemo runs the demo small and checks what its report claims: raw
+// go-sqlite3 shows lock errors or unfairness, cleolease no lock errors, no
+// lost updates, every migration applied exactly once.
+func TestDemo(t *testing.T) {
+	r := cli(t, "demo", "--workers", "3", "--duration", "1s", "--json")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var rep demoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("demo --json does not parse: %v\n%s", err, r.stdout)
+	}
+	if len(rep.Runs) != 2 || rep.Runs[0].Driver != "raw" || rep.Runs[1].Driver != "cleolease" {
+		t.Fatalf("runs: %+v", rep.Runs)
+	}
+	raw, cl := rep.Runs[0], rep.Runs[1]
+	t.Logf("raw: %d commits, %d lock errors, fairness %.2f, max applications %d, final %s",
+		raw.Load.Commits, raw.Load.LockErrors, raw.Load.Fairness, raw.Migrations.MaxApplications, raw.Migrations.Final)
+	t.Logf("cleolease: %d commits, %d lock errors, fairness %.2f, max applications %d, final %s",
+		cl.Load.Commits, cl.Load.LockErrors, cl.Load.Fairness, cl.Migrations.MaxApplications, cl.Migrations.Final)
+	if raw.Load.LockErrors == 0 && raw.Load.Fairness >= 0.9 {
+		t.Errorf("raw go-sqlite3 showed neither lock errors nor unfairness: %+v", raw.Load)
+	}
+	if cl.Load.Commits == 0 || cl.Load.LockErrors != 0 || cl.Load.OtherErrors != 0 {
+		t.Errorf("cleolease: %d commits, errors %v %v", cl.Load.Commits, cl.Load.Errors, cl.Load.Samples)
+	}
+	if c := cl.Load.Lease; c == nil || c.Degraded != 0 || c.Fenced != 0 || c.Lost != 0 || c.Grants == 0 {
+		t.Errorf("cleolease lease counters: %+v", c)
+	}
+	if cl.Check.LostUpdates != 0 || cl.Check.AuditRows != cl.Load.Commits || cl.Check.Integrity != "ok" {
+		t.Errorf("cleolease data check: %+v", cl.Check)
+	}
+	if raw.Check.AuditRows != raw.Load.Commits {
+		t.Errorf("raw data check: %+v", raw.Check)
+	}
+	m := cl.Migrations
+	if m.MaxApplications != 1 || m.Missing != 0 || m.Failed != 0 || len(m.Versions) != 12 ||
+		m.Final.Version == nil || *m.Final.Version != 12 || m.Final.Dirty {
+		t.Errorf("cleolease migrations: %+v", m)
+	}
+	for _, v := range m.Versions {
+		if v.Applications != 1 {
+			t.Errorf("cleolease applied %s %d times", v.Name, v.Applications)
+		}
+	}
+	// The table the demo prints without --json.
+	var b bytes.Buffer
+	printDemo(&b, rep)
+	for _, want := range []string{"raw go-sqlite3", "cleolease", "lock errors", "lost updates", "fairness",
+		"p50 / p99 / max", "max applications per migration", "009_rebuild_tasks", "schema version afterwards"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the demo table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestDemoOwnMigrationsAndDB: --migrations races the user's migration set
+// (the workload then runs on a second file), --db keeps the databases and
+// refuses to overwrite them.
+func TestDemoOwnMigrationsAndDB(t *testing.T) {
+	dir := t.TempDir()
+	writeMigrations(t, filepath.Join(dir, "mig"))
+	db := filepath.Join(dir, "demo.db")
+	r := cli(t, "demo", "-w", "2", "-d", "300ms", "--db", db, "--migrations", "file://"+filepath.Join(dir, "mig"), "--json")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var rep demoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	cl := rep.Runs[1]
+	if cl.DB != db || cl.WorkloadDB == db || len(cl.Migrations.Versions) != 2 || cl.Migrations.MaxApplications != 1 || cl.Load.LockErrors != 0 {
+		t.Errorf("cleolease run: db %s workload %s migrations %+v", cl.DB, cl.WorkloadDB, cl.Migrations)
+	}
+	for _, p := range []string{db, filepath.Join(dir, "demo.raw.db")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("--db did not keep %s", p)
+		}
+	}
+	if st := statusJSON(t, db); st.Migrations.Version == nil || *st.Migrations.Version != 2 {
+		t.Errorf("status of the kept database: %+v", st.Migrations)
+	}
+	r = cli(t, "demo", "-w", "1", "-d", "100ms", "--db", db)
+	if r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("demo over an existing --db: %s", r)
+	}
+}
+
+func TestBenchSmoke(t *testing.T) {
+	r := cli(t, "bench", "--only", "1x1", "--duration", "300ms", "--json")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var out []benchResult
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, r.stdout)
+	}
+	if len(out) != 1 || out[0].Workload.ID != "1x1" {
+		t.Fatalf("bench: %+v", out)
+	}
+	for _, l := range []benchLine{out[0].Raw, out[0].Cleolease} {
+		if l.CommitsPerSec <= 0 || l.Errors != 0 || l.LostUpdates != 0 {
+			t.Errorf("%s: %+v", l.Driver, l)
+		}
+	}
+	if out[0].Ratio <= 0 {
+		t.Errorf("ratio %v", out[0].Ratio)
+	}
+}
+
+func TestFileURI(t *testing.T) {
+	u, err := fileURI("/tmp/a b?c#d%e.db", "mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "file:/tmp/a%20b%3Fc%23d%25e.db?mode=ro"; u != want {
+		t.Errorf("fileURI = %q, want %q", u, want)
+	}
+}
+
+func TestCountingFS(t *testing.T) {
+	fsys, err := countingFS(demoMigrations(), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := migrationVersions(fsys)
+	if err != nil || len(vs) < 10 {
+		t.Fatalf("versions %v, %v: want at least 10", vs, err)
+	}
+	up, _ := fs.ReadFile(fsys, "009_rebuild_tasks.up.sql")
+	down, _ := fs.ReadFile(fsys, "009_rebuild_tasks.down.sql")
+	if !strings.HasSuffix(string(up), "INSERT INTO migration_runs (version, pid) VALUES (9, 42);\n") || strings.Contains(string(down), "migration_runs") {
+		t.Errorf("counting instrumentation:\nup: %s\ndown: %s", up, down)
+	}
+}

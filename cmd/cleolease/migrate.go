@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing/fstest"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/lease"
+	"github.com/cleocode/cleolease/migrate"
+)
+
+func newMigrateCmd() *cobra.Command {
+	var (
+		src      string
+		table    string
+		noTxWrap bool
+	)
+	cmd := &cobra.Command{
+		Use:   "migrate DB {up | down N | goto V | version | force V}",
+		Short: "Run golang-migrate migrations on DB under the cold-open lease",
+		Long: `migrate runs golang-migrate on DB while holding the cold-open lease, so it
+never races a process that is opening DB with cleolease (which migrates under
+the same lease) or another 'cleolease migrate'.
+
+  up        apply every pending migration
+  down N    roll back N migrations
+  goto V    migrate up or down to version V
+  version   print the current version and dirty flag
+  force V   record version V as clean without running anything (after you
+            repaired a failed migration by hand); -1 records no version
+
+up, down and goto need --source (a golang-migrate source URL such as
+file://migrations). DB must exist (an empty file is an empty database).
+Unless --no-tx-wrap, each migration and its version are committed in one
+transaction, so a failed migration leaves the previous version, clean.`,
+		Example: `  cleolease migrate app.db --source file://migrations up
+  cleolease migrate app.db --source file://migrations down 1
+  cleolease migrate app.db version`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				if len(args) == 0 {
+					return usagef("missing the database path and the operation")
+				}
+				return usagef("missing the operation: up, down N, goto V, version or force V")
+			}
+			return nil
+		},
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			op, err := parseMigrateOp(args[1:], src)
+			if err != nil {
+				return err
+			}
+			if !isIdentifier(table) {
+				return usagef("--table %q is not a plain SQL identifier", table)
+			}
+			return runMigrate(cmd.Context(), cmd.OutOrStdout(), args[0], op, src, table, noTxWrap)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&src, "source", "", "the migrations: a golang-migrate file:// URL (file://DIR) or a directory")
+	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
+	f.BoolVar(&noTxWrap, "no-tx-wrap", false, "run each migration file without golang-migrate's transaction")
+	return cmd
+}
+
+type migrateOp struct {
+	name string
+	n    int64
+}
+
+func parseMigrateOp(args []string, src string) (migrateOp, error) {
+	op := migrateOp{name: args[0]}
+	want := 0
+	switch op.name {
+	case "up", "version":
+	case "down", "goto", "force":
+		want = 1
+	default:
+		return op, usagef("unknown operation %q: want up, down N, goto V, version or force V", op.name)
+	}
+	if len(args)-1 != want {
+		if want == 0 {
+			return op, usagef("%s takes no argument", op.name)
+		}
+		return op, usagef("%s needs one number", op.name)
+	}
+	if want == 1 {
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		switch {
+		case err != nil:
+			return op, usagef("%s %q: not a number", op.name, args[1])
+		case op.name == "down" && n < 1:
+			return op, usagef("down %d: N must be at least 1", n)
+		case op.name == "goto" && n < 0:
+			return op, usagef("goto %d: V must not be negative", n)
+		case op.name == "force" && n < -1:
+			return op, usagef("force %d: V must be -1 or more", n)
+		}
+		op.n = n
+	}
+	if src == "" && (op.name == "up" || op.name == "down" || op.name == "goto") {
+		return op, usagef("%s needs --source (for example --source file://migrations)", op.name)
+	}
+	return op, nil
+}
+
+// printHandler prints each "migration applied" record of package migrate
+// as one line.
+type printHandler struct{ w io.Writer }
+
+func (h printHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h printHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h printHandler) WithGroup(string) slog.Handler                { return h }
+func (h printHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level > slog.LevelInfo {
+		fmt.Fprintf(h.w, "  %s\n", r.Message)
+		return nil
+	}
+	var v, name, took string
+	down := false
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "version":
+			v = a.Value.String()
+		case "name":
+			name = a.Value.String()
+		case "down":
+			down = a.Value.Bool()
+		case "took":
+			took = fmtAge(a.Value.Duration())
+		}
+		return true
+	})
+	dir := "up"
+	if down {
+		dir = "down"
+	}
+	fmt.Fprintf(h.w, "  applied %s %s %s (%s)\n", v, name, dir, took)
+	return nil
+}
+
+func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table string, noTxWrap bool) error {
+	if err := checkDBFile(path); err != nil {
+		return err
+	}
+	dsn, err := fileURI(path, "_busy_timeout=30000")
+	if err != nil {
+		return failf("%s: %v", path, err)
+	}
+	o := migrate.Options{DSN: dsn, Table: table, NoTxWrap: noTxWrap, Logger: slog.New(printHandler{w})}
+	if src != "" {
+		if o.FS, _, err = sourceFS(src); err != nil {
+			return failf("%v", err)
+		}
+	} else {
+		o.FS = fstest.MapFS{} // force and version read no migration
+	}
+	before, err := migrate.Version(ctx, o)
+	if err != nil {
+		return sqliteFailure(path, err)
+	}
+	if op.name == "version" {
+		fmt.Fprintf(w, "%s: %s\n", path, fmtVersion(before, src != ""))
+		return nil
+	}
+	// The cold-open lease lives in the file's lease engine (this creates
+	// the lease tables if the file has none yet, as a cleolease open would).
+	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: dsn})
+	if err != nil {
+		return failf("%s: %v", path, err)
+	}
+	defer e.Close()
+	o.Engine = e
+	start := time.Now()
+	switch op.name {
+	case "up":
+		err = migrate.Up(ctx, o)
+	case "down":
+		err = migrate.Down(ctx, o, int(op.n))
+	case "goto":
+		err = migrate.Goto(ctx, o, uint(op.n))
+	case "force":
+		err = migrate.Force(ctx, o, int(op.n))
+	}
+	if err != nil {
+		if errors.Is(err, migrate.ErrDirty) && !errors.Is(err, migrate.ErrFailed) {
+			return failf("%s: dirty at version %d: a migration failed half-way; repair the schema by hand, then 'cleolease migrate %s force V'", path, before.Version, path)
+		}
+		return failf("%s: %s%s: %v", path, op.name, opArg(op), err)
+	}
+	after, err := migrate.Version(ctx, o)
+	if err != nil {
+		return sqliteFailure(path, err)
+	}
+	if after.Version == before.Version && after.Dirty == before.Dirty {
+		fmt.Fprintf(w, "%s: no change: %s\n", path, fmtVersion(after, src != ""))
+		return nil
+	}
+	fmt.Fprintf(w, "%s: %s (was %s; %s under the cold-open lease)\n", path, fmtVersion(after, src != ""),
+		fmtVersion(migrate.Status{Version: before.Version, Dirty: before.Dirty}, false), fmtAge(time.Since(start)))
+	return nil
+}
+
+func fmtVersion(st migrate.Status, withSource bool) string {
+	s := "no version"
+	if st.Version != migrate.NilVersion {
+		s = fmt.Sprintf("version %d", st.Version)
+	}
+	if st.Dirty {
+		s += ", DIRTY"
+	} else {
+		s += ", clean"
+	}
+	if withSource && st.Latest != migrate.NilVersion {
+		s += fmt.Sprintf("; newest in the source %d, %d pending", st.Latest, st.Pending)
+	}
+	return s
+}
+
+func opArg(op migrateOp) string {
+	if op.name == "up" {
+		return ""
+	}
+	return " " + strconv.FormatInt(op.n, 10)
+}

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS ix_tasks_project;
+DROP TABLE IF EXISTS tasks;

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS ix_comments_task;
+DROP TABLE IF EXISTS comments;

@@ -1,0 +1,3 @@
+DROP INDEX IF EXISTS ix_task_tags_tag;
+DROP TABLE IF EXISTS task_tags;
+DROP TABLE IF EXISTS tags;

@@ -1,0 +1,1 @@
+DELETE FROM tags WHERE name IN ('bug', 'feature', 'chore', 'docs', 'urgent');

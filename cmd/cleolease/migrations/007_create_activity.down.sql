@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS ix_activity_project;
+DROP TABLE IF EXISTS activity;

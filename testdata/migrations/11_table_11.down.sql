@@ -1,0 +1,2 @@
+DROP TABLE t_11;
+DELETE FROM ran WHERE version = 11;

@@ -1,0 +1,2 @@
+DROP TABLE t_12;
+DELETE FROM ran WHERE version = 12;

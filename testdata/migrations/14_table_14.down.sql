@@ -1,0 +1,2 @@
+DROP TABLE t_14;
+DELETE FROM ran WHERE version = 14;

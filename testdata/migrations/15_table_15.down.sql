@@ -1,0 +1,2 @@
+DROP TABLE t_15;
+DELETE FROM ran WHERE version = 15;

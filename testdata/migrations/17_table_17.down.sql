@@ -1,0 +1,2 @@
+DROP TABLE t_17;
+DELETE FROM ran WHERE version = 17;

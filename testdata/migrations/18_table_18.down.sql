@@ -1,0 +1,2 @@
+DROP TABLE t_18;
+DELETE FROM ran WHERE version = 18;

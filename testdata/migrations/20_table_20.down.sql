@@ -1,0 +1,2 @@
+DROP TABLE t_20;
+DELETE FROM ran WHERE version = 20;

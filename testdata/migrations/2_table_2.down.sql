@@ -1,0 +1,2 @@
+DROP TABLE t_2;
+DELETE FROM ran WHERE version = 2;

@@ -1,0 +1,2 @@
+DROP TABLE t_3;
+DELETE FROM ran WHERE version = 3;

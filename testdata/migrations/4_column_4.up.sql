@@ -1,0 +1,3 @@
+ALTER TABLE items ADD COLUMN c_4 INTEGER NOT NULL DEFAULT 4;
+INSERT INTO items (name) VALUES ('item 4');
+INSERT INTO ran (version) VALUES (4);

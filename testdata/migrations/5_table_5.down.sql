@@ -1,0 +1,2 @@
+DROP TABLE t_5;
+DELETE FROM ran WHERE version = 5;

@@ -1,0 +1,2 @@
+DROP TABLE t_6;
+DELETE FROM ran WHERE version = 6;

@@ -1,0 +1,3 @@
+ALTER TABLE items ADD COLUMN c_7 INTEGER NOT NULL DEFAULT 7;
+INSERT INTO items (name) VALUES ('item 7');
+INSERT INTO ran (version) VALUES (7);

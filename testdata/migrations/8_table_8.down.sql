@@ -1,0 +1,2 @@
+DROP TABLE t_8;
+DELETE FROM ran WHERE version = 8;

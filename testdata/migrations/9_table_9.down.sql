@@ -1,0 +1,2 @@
+DROP TABLE t_9;
+DELETE FROM ran WHERE version = 9;

@@ -1,0 +1,2 @@
+CREATE TABLE more (x INTEGER);
+INSERT INTO ran (version) VALUES (3);
