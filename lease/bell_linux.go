@@ -3,7 +3,8 @@
 package lease
 
 import (
-	"encoding/binary"
+	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,91 +13,107 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// doorbell wakes this process's waiters when something happened that may
-// let one of them proceed, without a fixed sleep: the kernel reports
-// (inotify) every write to the sidecar — a holder that hands a lane over
-// rings by writing one byte at offset 0, a waiter that queues rings so a
-// lingering holder hands over at once — and every close of it, which is
-// how a crashed process's exit shows up. Waiters still poll at a bounded
-// fallback period (5 ms) for what the kernel cannot report (another
-// implementation's holders, network file systems).
+// doorbell wakes this process's waiters and linger watcher when something
+// happened that may let them proceed, without a fixed sleep, and wakes
+// only the process concerned:
+//
+//   - Each engine receives on an abstract Unix datagram socket named after
+//     its holder id and the file's device and inode. A holder that hands a
+//     lane over sends "granted" to the new holder; a waiter that queues
+//     sends "waiting" to the current holder, so a lingering holder hands
+//     over at once. One datagram, one woken process.
+//   - inotify reports every close of the sidecar — how a crashed process's
+//     exit shows up — and a rename, unlink or link-count change of the
+//     database file (so the identity check needs a stat only then).
+//
+// Waiters still look at a bounded fallback period (FallbackPoll) for what
+// the kernel cannot report: another implementation's holders, processes in
+// another network namespace, network file systems.
 type doorbell struct {
-	side *sidecar
-	f    *os.File // inotify descriptor, nil when unavailable
+	side  *sidecar
+	ino   *os.File // inotify descriptor, nil when unavailable
+	sock  *net.UnixConn
+	dev   uint64
+	inode uint64
+
 	mu   sync.Mutex
 	ch   chan struct{}
-	done chan struct{}
+	wg   sync.WaitGroup
+	dbWd int32 // inotify watch of the database file; -1 if none
 
-	// The database file itself is watched for a change of its link count
-	// or name (renamed over, deleted), so the identity check needs a stat
-	// only after such an event.
-	dbWatch   int32 // watch descriptor of the database file; -1 if none
-	dbChanged atomic.Bool
-
-	// grantSlot is the liveness slot of the waiter the last hand-off was
-	// made to (the 8 bytes at offset 0 of the sidecar); closes counts
-	// closes of the sidecar (a process exited, perhaps by crashing). A
-	// woken waiter reads the lease table only when the grant names it or a
-	// process exited, so a hand-off costs one database read, not one per
-	// waiter.
-	grantSlot atomic.Int64
-	closes    atomic.Int64
+	dbChanged atomic.Bool  // the database file may have been replaced
+	granted   atomic.Int64 // "granted" datagrams received
+	closes    atomic.Int64 // closes of the sidecar (a process exited)
 }
 
-func newDoorbell(side *sidecar, dbPath string) *doorbell {
-	b := &doorbell{side: side, ch: make(chan struct{}), done: make(chan struct{}), dbWatch: -1}
+// bellAddr is the abstract socket address of holder id's engine on the file
+// (dev, ino).
+func bellAddr(id string, dev, ino uint64) *net.UnixAddr {
+	return &net.UnixAddr{Net: "unixgram", Name: fmt.Sprintf("@cleolease/%s/%d:%d", id, dev, ino)}
+}
+
+func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64) *doorbell {
+	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino}
 	if side == nil {
-		close(b.done)
 		return b
+	}
+	if c, err := net.ListenUnixgram("unixgram", bellAddr(holderID, dev, ino)); err == nil {
+		b.sock = c
+		b.wg.Add(1)
+		go b.recv()
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
-		close(b.done)
 		return b
 	}
-	if _, err := unix.InotifyAddWatch(fd, side.path, unix.IN_MODIFY|unix.IN_CLOSE_WRITE); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, side.path, unix.IN_CLOSE_WRITE); err != nil {
 		unix.Close(fd)
-		close(b.done)
 		return b
 	}
 	if wd, err := unix.InotifyAddWatch(fd, dbPath, unix.IN_ATTRIB|unix.IN_MOVE_SELF|unix.IN_DELETE_SELF); err == nil {
-		b.dbWatch = int32(wd)
+		b.dbWd = int32(wd)
 	}
-	b.f = os.NewFile(uintptr(fd), "inotify:"+side.path)
-	go b.loop()
+	b.ino = os.NewFile(uintptr(fd), "inotify:"+side.path)
+	b.wg.Add(1)
+	go b.watch()
 	return b
 }
 
-func (b *doorbell) loop() {
-	defer close(b.done)
-	buf := make([]byte, 4096)
+func (b *doorbell) recv() {
+	defer b.wg.Done()
+	buf := make([]byte, 16)
 	for {
-		n, err := b.f.Read(buf)
+		n, _, err := b.sock.ReadFromUnix(buf)
 		if err != nil {
 			return
 		}
-		modified := false
+		if n > 0 && buf[0] == 'G' {
+			b.granted.Add(1)
+		}
+		b.wake()
+	}
+}
+
+func (b *doorbell) watch() {
+	defer b.wg.Done()
+	buf := make([]byte, 4096)
+	for {
+		n, err := b.ino.Read(buf)
+		if err != nil {
+			return
+		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			switch {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				b.dbChanged.Store(true)
 				b.closes.Add(1) // events were lost: everyone looks
-				modified = true
-			case ev.Wd == b.dbWatch:
+			case ev.Wd == b.dbWd:
 				b.dbChanged.Store(true)
 			case ev.Mask&unix.IN_CLOSE_WRITE != 0:
 				b.closes.Add(1)
-			case ev.Mask&unix.IN_MODIFY != 0:
-				modified = true
 			}
 			off += unix.SizeofInotifyEvent + int(ev.Len)
-		}
-		if modified {
-			var v [8]byte
-			if _, err := b.side.f.ReadAt(v[:], 0); err == nil {
-				b.grantSlot.Store(int64(binary.LittleEndian.Uint64(v[:])))
-			}
 		}
 		b.wake()
 	}
@@ -116,29 +133,29 @@ func (b *doorbell) wake() {
 	b.mu.Unlock()
 }
 
-// ringGrant tells the process whose liveness slot is slot (and wakes every
-// process watching the sidecar) that a lane was handed to it.
-func (b *doorbell) ringGrant(slot int64) {
-	if b.side != nil {
-		var v [8]byte
-		binary.LittleEndian.PutUint64(v[:], uint64(slot))
-		b.side.f.WriteAt(v[:], 0)
+// ringGrant tells holder id's engine that a lane was handed to it.
+func (b *doorbell) ringGrant(id string) { b.send(id, 'G') }
+
+// ringWaiting tells holder id's engine that another process waits.
+func (b *doorbell) ringWaiting(id string) { b.send(id, 'W') }
+
+func (b *doorbell) send(id string, kind byte) {
+	if b.sock != nil && id != "" {
+		// Best effort: a process in another network namespace, or one
+		// without a socket, is reached by its fallback poll instead.
+		b.sock.WriteToUnix([]byte{kind}, bellAddr(id, b.dev, b.inode))
 	}
 }
 
-// ringQueue tells holders that a waiter queued (byte 8 of the sidecar).
-func (b *doorbell) ringQueue() {
-	if b.side != nil {
-		b.side.f.WriteAt([]byte{1}, 8)
-	}
-}
-
-// watched reports whether rings reach this process (inotify works here).
-func (b *doorbell) watched() bool { return b.f != nil }
+// watched reports whether targeted rings reach this process.
+func (b *doorbell) watched() bool { return b.sock != nil }
 
 func (b *doorbell) close() {
-	if b.f != nil {
-		b.f.Close()
+	if b.sock != nil {
+		b.sock.Close()
 	}
-	<-b.done
+	if b.ino != nil {
+		b.ino.Close()
+	}
+	b.wg.Wait()
 }

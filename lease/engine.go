@@ -191,7 +191,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if side != nil {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
-	e.bell = newDoorbell(side, e.path)
+	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -229,7 +229,7 @@ func (e *Engine) checkFile(always bool) error {
 	if e.opts.MemoryOnly {
 		return nil
 	}
-	if !always && e.bell != nil && e.bell.dbWatch >= 0 && !e.bell.dbChanged.Load() {
+	if !always && e.bell != nil && e.bell.dbWd >= 0 && !e.bell.dbChanged.Load() {
 		return nil
 	}
 	var st unix.Stat_t

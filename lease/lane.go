@@ -57,7 +57,7 @@ type laneState struct {
 	closing      bool
 	memEpoch     int64
 	wantLocked   bool
-	queued       bool // the claim in progress has rung the doorbell
+	rung         string // the holder the claim in progress told it waits
 	lastWaitInfo string
 }
 
@@ -475,16 +475,15 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 // attempt is one claim transaction. It returns a grant when this process
 // is now the holder; otherwise it makes sure this process is queued (and,
 // when the row is free or its holder dead, hands it to the queue's head).
-func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival int64) (*grant, error) {
-	var g *grant
-	var rang int64
+func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival int64) (g *grant, holderID string, err error) {
+	var rang string
 	defer func() {
-		if rang != 0 {
+		if rang != "" {
 			l.e.bell.ringGrant(rang)
 		}
 	}()
-	err := l.e.immediate(ctx, func(c *sql.Conn) error {
-		g, rang = nil, 0
+	err = l.e.immediate(ctx, func(c *sql.Conn) error {
+		g, rang, holderID = nil, "", ""
 		bg := context.WithoutCancel(ctx)
 		active, err := readActive(bg, c, l.scope, l.lane)
 		if err != nil {
@@ -526,7 +525,9 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival in
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
-			rang = hd.h.Slot
+			rang = hd.h.ID
+		} else {
+			holderID = active.h.ID
 		}
 		// Queue, unless already queued. The statement is short on purpose:
 		// this transaction competes for the write lock with the holder's.
@@ -543,7 +544,7 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival in
 			l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl, arr)
 		return err
 	})
-	return g, err
+	return g, holderID, err
 }
 
 // FallbackPoll bounds how long a waiter sleeps between looks at the lane
@@ -567,7 +568,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	}
 	l.lockWant()
 	for {
-		g, err := l.attempt(ctx, opts, arrival)
+		g, holderID, err := l.attempt(ctx, opts, arrival)
 		if err != nil {
 			if ctx.Err() != nil {
 				return l.abandon(ctx, ctx.Err())
@@ -577,9 +578,9 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 		if g != nil {
 			return g, nil
 		}
-		if !l.queued {
-			l.queued = true
-			l.e.bell.ringQueue() // a lingering holder hands over at once
+		if holderID != "" && holderID != l.rung {
+			l.rung = holderID
+			l.e.bell.ringWaiting(holderID) // a lingering holder hands over at once
 		}
 		g, retry, err := l.await(ctx, bound, fallback)
 		if g != nil || !retry {
@@ -594,11 +595,10 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 // It reads the active row only when the doorbell names us, a process
 // exited, or the fallback period passed.
 func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback *time.Timer) (g *grant, retry bool, err error) {
-	mySlot := l.me().Slot
 	look := true
 	for {
 		bell := l.e.bell.wait()
-		closes := l.e.bell.closes.Load()
+		closes, granted := l.e.bell.closes.Load(), l.e.bell.granted.Load()
 		if look {
 			r, err := readActive(ctx, l.e.db, l.scope, l.lane)
 			switch {
@@ -619,12 +619,17 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 				if ok, _ := l.reclaimable(r); ok {
 					return nil, true, nil
 				}
+				if r.h.ID != l.rung {
+					// A new holder: tell it someone waits, in case it lingers.
+					l.rung = r.h.ID
+					l.e.bell.ringWaiting(r.h.ID)
+				}
 			}
 			fallback.Reset(FallbackPoll)
 		}
 		select {
 		case <-bell:
-			look = !l.e.bell.watched() || l.e.bell.grantSlot.Load() == mySlot || l.e.bell.closes.Load() != closes
+			look = !l.e.bell.watched() || l.e.bell.granted.Load() != granted || l.e.bell.closes.Load() != closes
 		case <-fallback.C:
 			look = true
 		case <-ctx.Done():
@@ -649,7 +654,7 @@ func (l *laneState) lockWant() {
 }
 
 func (l *laneState) unlockWant() {
-	l.queued = false
+	l.rung = ""
 	if l.wantLocked {
 		l.e.side.setLock(l.want, false)
 		l.wantLocked = false
@@ -751,7 +756,7 @@ func (l *laneState) release(h *Hold) {
 func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var rang int64
+	var rang string
 	err := l.e.immediate(ctx, func(c *sql.Conn) error {
 		hd, err := l.head(ctx, c)
 		if err != nil {
@@ -763,7 +768,7 @@ func (l *laneState) handOff(g *grant, why string) {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
-			rang = hd.h.Slot
+			rang = hd.h.ID
 			return nil
 		}
 		res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
@@ -776,7 +781,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		}
 		return nil
 	})
-	if rang != 0 {
+	if rang != "" {
 		l.e.bell.ringGrant(rang)
 	}
 	switch {

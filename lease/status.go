@@ -128,7 +128,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		return nil, e.errf("break", scope, lane, ErrUnavailable, "in-memory databases have no lease rows")
 	}
 	var out *HolderStatus
-	var ring int64
+	var ring string
 	err := e.immediate(ctx, func(c *sql.Conn) error {
 		r, err := readActive(ctx, c, scope, lane)
 		if err != nil || r == nil {
@@ -152,7 +152,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, r); err != nil {
 				return err
 			}
-			ring = hd.h.Slot
+			ring = hd.h.ID
 			return nil
 		}
 		_, err = c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, r.id, r.epoch)
@@ -161,7 +161,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 	if err != nil {
 		return out, err
 	}
-	if ring != 0 {
+	if ring != "" {
 		e.bell.ringGrant(ring)
 	}
 	if out != nil {
