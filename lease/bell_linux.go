@@ -3,6 +3,7 @@
 package lease
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -44,6 +45,20 @@ type doorbell struct {
 	dbChanged atomic.Bool  // the database file may have been replaced
 	granted   atomic.Int64 // "granted" datagrams received
 	closes    atomic.Int64 // closes of the sidecar (a process exited)
+
+	// onWait receives the registrations of waiters (set by the engine).
+	onWait func(registration)
+}
+
+// registration is what a waiter sends the holder of its lane before it
+// can write its own queue row (the holder's transaction keeps SQLite's
+// write lock): the holder writes the row for it in its next lease
+// transaction, so the waiter's place in line (Arrival) is respected even
+// while it cannot touch the table.
+type registration struct {
+	Scope, Lane, ID, Start       string
+	PID, Slot, Priority, Arrival int64
+	TTL                          int64
 }
 
 // bellAddr is the abstract socket address of holder id's engine on the file
@@ -52,8 +67,8 @@ func bellAddr(id string, dev, ino uint64) *net.UnixAddr {
 	return &net.UnixAddr{Net: "unixgram", Name: fmt.Sprintf("@cleolease/%s/%d:%d", id, dev, ino)}
 }
 
-func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64) *doorbell {
-	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino}
+func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration)) *doorbell {
+	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino, onWait: onWait}
 	if side == nil {
 		return b
 	}
@@ -81,14 +96,20 @@ func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64) *doorb
 
 func (b *doorbell) recv() {
 	defer b.wg.Done()
-	buf := make([]byte, 16)
+	buf := make([]byte, 4096)
 	for {
 		n, _, err := b.sock.ReadFromUnix(buf)
 		if err != nil {
 			return
 		}
-		if n > 0 && buf[0] == 'G' {
+		switch {
+		case n > 0 && buf[0] == 'G':
 			b.granted.Add(1)
+		case n > 1 && buf[0] == 'W' && b.onWait != nil:
+			var r registration
+			if json.Unmarshal(buf[1:n], &r) == nil && r.ID != "" {
+				b.onWait(r)
+			}
 		}
 		b.wake()
 	}
@@ -134,16 +155,21 @@ func (b *doorbell) wake() {
 }
 
 // ringGrant tells holder id's engine that a lane was handed to it.
-func (b *doorbell) ringGrant(id string) { b.send(id, 'G') }
+func (b *doorbell) ringGrant(id string) { b.send(id, []byte{'G'}) }
 
-// ringWaiting tells holder id's engine that another process waits.
-func (b *doorbell) ringWaiting(id string) { b.send(id, 'W') }
+// ringWaiting tells holder id's engine that the waiter reg waits.
+func (b *doorbell) ringWaiting(id string, reg registration) {
+	msg, err := json.Marshal(reg)
+	if err == nil {
+		b.send(id, append([]byte{'W'}, msg...))
+	}
+}
 
-func (b *doorbell) send(id string, kind byte) {
+func (b *doorbell) send(id string, msg []byte) {
 	if b.sock != nil && id != "" {
 		// Best effort: a process in another network namespace, or one
 		// without a socket, is reached by its fallback poll instead.
-		b.sock.WriteToUnix([]byte{kind}, bellAddr(id, b.dev, b.inode))
+		b.sock.WriteToUnix(msg, bellAddr(id, b.dev, b.inode))
 	}
 }
 

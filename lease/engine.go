@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -94,8 +95,9 @@ type Engine struct {
 	hbStop chan struct{}
 	wg     sync.WaitGroup
 
-	// fault injection for tests: called before each lease statement.
-	hook func(op string) error
+	// hook injects faults in tests: consulted by fault before each named
+	// lease statement (see immediateOp); nil in production.
+	hook atomic.Pointer[func(op string) error]
 }
 
 type laneKey struct{ scope, lane string }
@@ -191,7 +193,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if side != nil {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
-	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino)
+	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -325,9 +327,17 @@ func isBusy(err error) bool {
 // ends; the body and COMMIT run detached from ctx so a cancellation can
 // never leave an ambiguous commit. If fn fails the transaction rolls back.
 func (e *Engine) immediate(ctx context.Context, fn func(c *sql.Conn) error) error {
+	return e.immediateOp(ctx, "begin", fn)
+}
+
+// immediateOp is immediate for the lease statement named op ("claim",
+// "handoff", "dequeue", "heartbeat", "break", "bootstrap"), which names
+// it to the fault hook: op before BEGIN, op+"/commit" before COMMIT (an
+// injected error there rolls the transaction back).
+func (e *Engine) immediateOp(ctx context.Context, op string, fn func(c *sql.Conn) error) error {
 	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
-		err := e.tryImmediate(ctx, fn)
+		err := e.tryImmediate(ctx, op, fn)
 		if err == nil || !isBusy(err) {
 			return err
 		}
@@ -337,11 +347,9 @@ func (e *Engine) immediate(ctx context.Context, fn func(c *sql.Conn) error) erro
 	}
 }
 
-func (e *Engine) tryImmediate(ctx context.Context, fn func(c *sql.Conn) error) error {
-	if e.hook != nil {
-		if err := e.hook("begin"); err != nil {
-			return err
-		}
+func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(c *sql.Conn) error) error {
+	if err := e.fault(op); err != nil {
+		return err
 	}
 	c, err := e.db.Conn(ctx)
 	if err != nil {
@@ -356,11 +364,33 @@ func (e *Engine) tryImmediate(ctx context.Context, fn func(c *sql.Conn) error) e
 		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}
+	if err := e.fault(op + "/commit"); err != nil {
+		c.ExecContext(bg, "ROLLBACK")
+		return err
+	}
 	if _, err := c.ExecContext(bg, "COMMIT"); err != nil {
 		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}
 	return nil
+}
+
+// fault returns the error the test hook injects into lease statement op,
+// or nil (always nil in production, where no hook is set).
+func (e *Engine) fault(op string) error {
+	if f := e.hook.Load(); f != nil {
+		return (*f)(op)
+	}
+	return nil
+}
+
+// setHook installs (or, with nil, removes) the fault hook.
+func (e *Engine) setHook(f func(op string) error) {
+	if f == nil {
+		e.hook.Store(nil)
+		return
+	}
+	e.hook.Store(&f)
 }
 
 // withStmtCache asks go-sqlite3 to keep the engine's few statements
@@ -420,13 +450,18 @@ type backoff struct {
 
 func (b *backoff) reset() { b.cur = 0 }
 
-func (b *backoff) sleep(ctx context.Context, bound <-chan time.Time) error {
+// next advances the back-off and returns the period to wait.
+func (b *backoff) next() time.Duration {
 	if b.cur == 0 {
 		b.cur = b.min
 	} else if b.cur *= 2; b.cur > b.max {
 		b.cur = b.max
 	}
-	t := time.NewTimer(b.cur)
+	return b.cur
+}
+
+func (b *backoff) sleep(ctx context.Context, bound <-chan time.Time) error {
+	t := time.NewTimer(b.next())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

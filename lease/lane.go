@@ -45,7 +45,7 @@ type grant struct {
 type laneState struct {
 	e            *Engine
 	scope, lane  string
-	want         int64 // sidecar byte a waiting process read-locks
+	want         int64 // first byte of the lane's region of waiters' bytes in the sidecar
 	mu           sync.Mutex
 	busy         bool      // the gate is owned
 	waiters      list.List // of *gateWaiter
@@ -58,6 +58,8 @@ type laneState struct {
 	memEpoch     int64
 	wantLocked   bool
 	rung         string // the holder the claim in progress told it waits
+	reg          registration
+	pending      map[string]registration // waiters that told us they wait, by holder id
 	lastWaitInfo string
 }
 
@@ -69,7 +71,7 @@ type gateWaiter struct {
 func newLane(e *Engine, scope, lane string) *laneState {
 	h := fnv.New64a()
 	h.Write([]byte(scope + "\x00" + lane))
-	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<40)), kick: make(chan struct{}, 1)}
+	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<26))<<wantBits, kick: make(chan struct{}, 1)}
 }
 
 // enter waits for the in-process gate in arrival order.
@@ -381,7 +383,10 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn) (*queued, error) {
 		if w.h.ID == l.e.holderID {
 			return w, nil
 		}
-		if v := l.e.probe(w.h); !v.alive {
+		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h) {
+			// Dead, or alive but no longer waiting (it gave up): never
+			// grant to it, or the lane would sit with a holder that does
+			// not know it holds it.
 			if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, w.ticket); err != nil {
 				return nil, err
 			}
@@ -482,7 +487,7 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival in
 			l.e.bell.ringGrant(rang)
 		}
 	}()
-	err = l.e.immediate(ctx, func(c *sql.Conn) error {
+	err = l.e.tryImmediate(ctx, "claim", func(c *sql.Conn) error {
 		g, rang, holderID = nil, "", ""
 		bg := context.WithoutCancel(ctx)
 		active, err := readActive(bg, c, l.scope, l.lane)
@@ -497,6 +502,10 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival in
 			}
 			g = &grant{id: active.id, epoch: active.epoch, at: time.Now()}
 			return nil
+		}
+		// Waiters that told us they wait get their place before we decide.
+		if err := l.flushPending(bg, c); err != nil {
+			return err
 		}
 		free := active == nil
 		var prev *row
@@ -531,18 +540,10 @@ func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival in
 		}
 		// Queue, unless already queued. The statement is short on purpose:
 		// this transaction competes for the write lock with the holder's.
-		now := l.e.nowMS()
-		ttl := l.e.opts.TTL.Milliseconds()
-		var arr any
-		if arrival > 0 {
-			arr = arrival
+		if err := l.e.fault("enqueue"); err != nil {
+			return err
 		}
-		_, err = c.ExecContext(bg, `INSERT INTO _writer_queue
-			(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms, arrival)
-			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
-			WHERE NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2 AND holder_id = ?3)`,
-			l.scope, l.lane, me.ID, opts.Priority, now, now+ttl, me.PID, me.Start, me.Slot, ttl, arr)
-		return err
+		return enqueue(bg, c, l.scope, l.lane, l.reg, l.e.nowMS())
 	})
 	return g, holderID, err
 }
@@ -567,22 +568,40 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 		arrival = l.e.side.nextTicket()
 	}
 	l.lockWant()
+	me := l.me()
+	l.reg = registration{Scope: l.scope, Lane: l.lane, ID: me.ID, Start: me.Start, PID: me.PID, Slot: me.Slot,
+		Priority: int64(opts.Priority), Arrival: arrival, TTL: l.e.opts.TTL.Milliseconds()}
+	if id := l.lastHolder(ctx); id != "" && id != me.ID {
+		l.rung = id
+		l.e.bell.ringWaiting(id, l.reg)
+	}
+	// A claim transaction is tried once at a time: while SQLite's write
+	// lock is taken (the holder's own transaction), the waiter waits for
+	// the doorbell like any queued waiter — the holder writes its queue
+	// row from its registration and may hand it the lane meanwhile — and
+	// tries again after a capped back-off.
+	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
 		g, holderID, err := l.attempt(ctx, opts, arrival)
-		if err != nil {
+		retryIn := time.Duration(0)
+		switch {
+		case err != nil && isBusy(err) && ctx.Err() == nil:
+			retryIn = bo.next()
+		case err != nil:
 			if ctx.Err() != nil {
 				return l.abandon(ctx, ctx.Err())
 			}
 			return l.abandonWith(ctx, err)
-		}
-		if g != nil {
+		case g != nil:
 			return g, nil
+		default:
+			bo.reset()
 		}
 		if holderID != "" && holderID != l.rung {
 			l.rung = holderID
-			l.e.bell.ringWaiting(holderID) // a lingering holder hands over at once
+			l.e.bell.ringWaiting(holderID, l.reg) // a lingering holder hands over at once
 		}
-		g, retry, err := l.await(ctx, bound, fallback)
+		g, retry, err := l.await(ctx, bound, fallback, retryIn)
 		if g != nil || !retry {
 			return g, err
 		}
@@ -594,13 +613,23 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 // context or wait bound ends the wait (an error, after leaving the queue).
 // It reads the active row only when the doorbell names us, a process
 // exited, or the fallback period passed.
-func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback *time.Timer) (g *grant, retry bool, err error) {
+func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback *time.Timer, retryIn time.Duration) (g *grant, retry bool, err error) {
 	look := true
+	var again <-chan time.Time
+	if retryIn > 0 {
+		t := time.NewTimer(retryIn)
+		defer t.Stop()
+		again = t.C
+	}
 	for {
 		bell := l.e.bell.wait()
 		closes, granted := l.e.bell.closes.Load(), l.e.bell.granted.Load()
 		if look {
-			r, err := readActive(ctx, l.e.db, l.scope, l.lane)
+			var r *row
+			err := l.e.fault("look")
+			if err == nil {
+				r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+			}
 			switch {
 			case err != nil && ctx.Err() != nil:
 				g, err := l.abandon(ctx, ctx.Err())
@@ -622,7 +651,7 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 				if r.h.ID != l.rung {
 					// A new holder: tell it someone waits, in case it lingers.
 					l.rung = r.h.ID
-					l.e.bell.ringWaiting(r.h.ID)
+					l.e.bell.ringWaiting(r.h.ID, l.reg)
 				}
 			}
 			fallback.Reset(FallbackPoll)
@@ -632,6 +661,8 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 			look = !l.e.bell.watched() || l.e.bell.granted.Load() != granted || l.e.bell.closes.Load() != closes
 		case <-fallback.C:
 			look = true
+		case <-again:
+			return nil, true, nil
 		case <-ctx.Done():
 			g, err := l.abandon(ctx, ctx.Err())
 			return g, false, err
@@ -642,13 +673,98 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 	}
 }
 
+// lastHolder returns the holder id of the lane's row, active or (when the
+// lane is free) the last one: the process a waiter tells that it waits.
+func (l *laneState) lastHolder(ctx context.Context) string {
+	var id string
+	l.e.db.QueryRowContext(ctx, `SELECT holder_id FROM _writer_leases WHERE scope = ? AND lane = ?
+		ORDER BY active DESC, epoch DESC LIMIT 1`, l.scope, l.lane).Scan(&id)
+	return id
+}
+
+// registered records a waiter's registration (see registration).
+func (e *Engine) registered(r registration) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed || r.ID == e.holderID {
+		return
+	}
+	l := e.lane(r.Scope, r.Lane)
+	l.mu.Lock()
+	if l.pending == nil {
+		l.pending = map[string]registration{}
+	}
+	l.pending[r.ID] = r
+	l.mu.Unlock()
+}
+
+// flushPending writes the queue rows of live waiters that registered with
+// this process and have none yet; the caller is inside BEGIN IMMEDIATE.
+func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
+	l.mu.Lock()
+	regs := make([]registration, 0, len(l.pending))
+	for _, r := range l.pending {
+		regs = append(regs, r)
+	}
+	l.pending = nil
+	l.mu.Unlock()
+	now := l.e.nowMS()
+	for _, r := range regs {
+		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
+		if !l.stillWaiting(h) || !l.e.probe(h).alive {
+			continue
+		}
+		if err := enqueue(ctx, c, l.scope, l.lane, r, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enqueue writes r's queue row unless it has one.
+func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registration, now int64) error {
+	var arr, slot any
+	if r.Arrival > 0 {
+		arr = r.Arrival
+	}
+	if r.Slot > 0 {
+		slot = r.Slot
+	}
+	_, err := c.ExecContext(ctx, `INSERT INTO _writer_queue
+		(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms, arrival)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+		WHERE NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2 AND holder_id = ?3)`,
+		scope, lane, r.ID, r.Priority, now, now+r.TTL, r.PID, r.Start, slot, r.TTL, arr)
+	return err
+}
+
+// Each lane has a region of 1<<wantBits bytes in the sidecar; a waiting
+// process holds a shared lock on its own byte of it (chosen by its
+// liveness slot) for as long as it claims the lane. A holder tests the
+// whole region to learn that someone waits, and one waiter's byte to learn
+// that this waiter still waits.
+const wantBits = 20
+
+func (l *laneState) wantByte(slot int64) int64 { return l.want + slot%(1<<wantBits) }
+
+// stillWaiting reports whether the waiter h is still claiming the lane
+// (true when that cannot be known: no sidecar, no slot).
+func (l *laneState) stillWaiting(h holder) bool {
+	if l.e.side == nil || h.Slot <= 0 {
+		return true
+	}
+	w, err := l.e.side.rangeLocked(l.wantByte(h.Slot), 1)
+	return err != nil || w
+}
+
 // lockWant / unlockWant announce to holders in other processes, through a
 // shared lock on the lane's byte of the sidecar, that this process waits.
 func (l *laneState) lockWant() {
 	if l.e.side == nil || l.wantLocked {
 		return
 	}
-	if l.e.side.setLock(l.want, true) == nil {
+	if l.e.side.setLock(l.wantByte(l.me().Slot), true) == nil {
 		l.wantLocked = true
 	}
 }
@@ -656,7 +772,7 @@ func (l *laneState) lockWant() {
 func (l *laneState) unlockWant() {
 	l.rung = ""
 	if l.wantLocked {
-		l.e.side.setLock(l.want, false)
+		l.e.side.setLock(l.wantByte(l.me().Slot), false)
 		l.wantLocked = false
 	}
 }
@@ -665,7 +781,7 @@ func (l *laneState) unlockWant() {
 // The sidecar answers without touching SQLite; without one, the queue does.
 func (l *laneState) othersWaiting(ctx context.Context) bool {
 	if l.e.side != nil {
-		if w, err := l.e.side.readLocked(l.want); err == nil {
+		if w, err := l.e.side.rangeLocked(l.want, 1<<wantBits); err == nil {
 			return w
 		}
 	}
@@ -699,8 +815,14 @@ func (l *laneState) abandon(ctx context.Context, cause error) (*grant, error) {
 }
 
 func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error) {
-	if _, err := l.leaveQueue(ctx); err != nil {
+	g, err := l.leaveQueue(ctx)
+	if err != nil {
 		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
+	}
+	if g != nil {
+		// Handed to us meanwhile: the grant wins (dropping it would leave
+		// the lane with a live process that no longer waits for it).
+		return g, nil
 	}
 	var le *Error
 	if errors.As(cause, &le) {
@@ -709,11 +831,25 @@ func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error
 	return nil, l.e.errf("acquire", l.scope, l.lane, cause, "")
 }
 
-func (l *laneState) leaveQueue(ctx context.Context) (*grant, error) {
+// leaveQueue removes this process's queue row of the lane and reports a
+// grant if the lane was handed to it meanwhile. Any failure is retried for
+// up to 5s: a queue row left behind by a live process that no longer waits
+// would later be handed the lane, and keep it.
+func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	bo := backoff{min: 100 * time.Microsecond, max: 50 * time.Millisecond}
+	for {
+		g, err = l.tryLeaveQueue(cctx)
+		if err == nil || bo.sleep(cctx, nil) != nil {
+			return g, err
+		}
+	}
+}
+
+func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 	var g *grant
-	err := l.e.immediate(cctx, func(c *sql.Conn) error {
+	err := l.e.immediateOp(cctx, "dequeue", func(c *sql.Conn) error {
 		if _, err := c.ExecContext(cctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, l.e.holderID); err != nil {
 			return err
 		}
@@ -741,13 +877,22 @@ func (l *laneState) release(h *Hold) {
 	if g != nil && !g.lost.Load() && l.currentRow() == g && !l.e.opts.MemoryOnly {
 		local := l.hasWaiters()
 		switch {
+		case l.othersWaiting(context.Background()) && (!local || !l.inSlice(g)):
+			l.handOff(g, "handed off")
 		case !local && l.e.opts.Linger <= 0:
 			l.handOff(g, "released")
-		case l.othersWaiting(context.Background()) && (!local || l.e.opts.Slice <= 0 || time.Since(g.at) >= l.e.opts.Slice):
-			l.handOff(g, "handed off")
 		}
+		// Otherwise the row stays: for this process's next queued writer
+		// (within its slice), or lingering while nobody waits.
 	}
 	l.leave()
+}
+
+// inSlice reports whether this process may keep the lane for more of its
+// own queued work although another process waits: for at most Slice after
+// it got the row (0: never, strict FIFO).
+func (l *laneState) inSlice(g *grant) bool {
+	return l.e.opts.Slice > 0 && time.Since(g.at) < l.e.opts.Slice
 }
 
 // handOff releases this process's row and, in the same transaction, grants
@@ -757,7 +902,10 @@ func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rang string
-	err := l.e.immediate(ctx, func(c *sql.Conn) error {
+	err := l.e.immediateOp(ctx, "handoff", func(c *sql.Conn) error {
+		if err := l.flushPending(ctx, c); err != nil {
+			return err
+		}
 		hd, err := l.head(ctx, c)
 		if err != nil {
 			return err
@@ -817,9 +965,11 @@ func (l *laneState) watch() {
 			l.mu.Lock()
 			g, idle, closing := l.row, time.Since(l.idleSince), l.closing
 			l.mu.Unlock()
-			if g != nil && !closing && (g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background())) {
-				if !g.lost.Load() {
-					l.handOff(g, "released after linger")
+			if g != nil && !closing {
+				if g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background()) {
+					if !g.lost.Load() {
+						l.handOff(g, "released after linger")
+					}
 				}
 			}
 			l.mu.Lock()

@@ -129,10 +129,14 @@ func (s *sidecar) locked(slot int64) (bool, error) {
 	return s.conflict(slot, unix.F_RDLCK)
 }
 
-// readLocked reports whether another process holds any lock on byte slot
-// (waiters announce themselves with read locks).
-func (s *sidecar) readLocked(slot int64) (bool, error) {
-	return s.conflict(slot, unix.F_WRLCK)
+// rangeLocked reports whether another process holds any lock on the n
+// bytes from start (waiters announce themselves with shared locks).
+func (s *sidecar) rangeLocked(start, n int64) (bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: start, Len: n}
+	if err := unix.FcntlFlock(s.f.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
+		return false, err
+	}
+	return lk.Type != unix.F_UNLCK, nil
 }
 
 func (s *sidecar) conflict(slot int64, typ int16) (bool, error) {
