@@ -173,7 +173,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return nil, ctx.Err()
 		case <-t.C:
 		}
 		conn, err = c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))

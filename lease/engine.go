@@ -351,6 +351,12 @@ func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(c *sql.Con
 	if err := e.fault(op); err != nil {
 		return err
 	}
+	// Never touch a file that was renamed over or deleted: its journal and
+	// WAL names are now the new file's, and even taking a read lock on the
+	// old inode can play the new file's (hot-looking) journal back into it.
+	if err := e.checkFile(false); err != nil {
+		return err
+	}
 	c, err := e.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -405,6 +411,23 @@ func withStmtCache(dsn string) string {
 	return dsn + "?_stmt_cache_size=32"
 }
 
+// retryBusy runs the read fn again while it fails with SQLITE_BUSY (with a
+// rollback journal a reader is refused while another connection commits;
+// the engine's connection has busy_timeout 0), with a capped back-off,
+// until ctx ends.
+func (e *Engine) retryBusy(ctx context.Context, fn func() error) error {
+	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		if serr := bo.sleep(ctx, nil); serr != nil {
+			return serr
+		}
+	}
+}
+
 // leaseConnector opens the engine's private connection on the raw
 // go-sqlite3 driver (never through cleolease) with busy_timeout 0.
 type leaseConnector struct {
@@ -421,7 +444,7 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return nil, ctx.Err()
 		case <-t.C:
 		}
 		conn, err = (&sqlite3.SQLiteDriver{}).Open(c.dsn)

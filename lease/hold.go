@@ -2,7 +2,9 @@ package lease
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"io"
 	"sync/atomic"
 )
@@ -71,10 +73,15 @@ func (h *Hold) Check(ctx context.Context) error {
 	if h.g.lost.Load() {
 		return h.lostErr("check")
 	}
+	if err := h.l.e.fault("check"); err != nil {
+		return err
+	}
 	var one int
-	err := h.l.e.db.QueryRowContext(ctx, FenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
+	err := h.l.e.retryBusy(ctx, func() error {
+		return h.l.e.db.QueryRowContext(ctx, FenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
+	})
 	if err != nil {
-		if err == io.EOF || err.Error() == "sql: no rows in result set" {
+		if errors.Is(err, sql.ErrNoRows) {
 			h.l.markLost(h.g, "check found another holder")
 			return h.lostErr("check")
 		}
@@ -101,6 +108,9 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	if h.g.lost.Load() {
 		h.l.e.stats.Fenced.Add(1)
 		return h.lostErr("commit")
+	}
+	if err := h.l.e.fault("fence"); err != nil {
+		return err
 	}
 	if h.l.e.opts.StealAfterTTL {
 		// Under the TTL-steal policy a long transaction would end with a

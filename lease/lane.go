@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // AgingStep is how fast a waiter's effective priority improves: one point
@@ -38,6 +40,10 @@ type grant struct {
 	id, epoch int64
 	at        time.Time // when this process got the row (slice accounting)
 	lost      atomic.Bool
+	// given is set by handOff just before it commits releasing or handing
+	// over the row (cleared if that fails): a heartbeat racing with it then
+	// finds the row gone, and must not call the grant lost.
+	given atomic.Bool
 }
 
 // laneState is one (scope, lane) of an Engine: the in-process FIFO gate,
@@ -295,7 +301,8 @@ type queued struct {
 	foreign                         bool // written by another implementation (no holder_pid)
 }
 
-const activeSQL = `SELECT id, holder_id, holder_pid, epoch, heartbeat_at, ttl_ms, coalesce(holder_start, ''), coalesce(holder_slot, 0)
+const activeSQL = `SELECT id, holder_id, holder_pid, epoch, heartbeat_at, ttl_ms, coalesce(holder_start, ''), coalesce(holder_slot, 0),
+	typeof(holder_id) = 'text' AND typeof(epoch) = 'integer'
 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 LIMIT 2`
 
 func readActive(ctx context.Context, q querier, scope, lane string) (*row, error) {
@@ -307,8 +314,17 @@ func readActive(ctx context.Context, q querier, scope, lane string) (*row, error
 	var out []*row
 	for rows.Next() {
 		r := &row{}
-		if err := rows.Scan(&r.id, &r.h.ID, &r.h.PID, &r.epoch, &r.heartbeat, &r.ttl, &r.h.Start, &r.h.Slot); err != nil {
+		var typed bool
+		if err := rows.Scan(&r.id, &r.h.ID, &r.h.PID, &r.epoch, &r.heartbeat, &r.ttl, &r.h.Start, &r.h.Slot, &typed); err != nil {
 			return nil, fmt.Errorf("%w: unreadable _writer_leases row: %v", ErrUntrusted, err)
+		}
+		// The guarded UPDATEs compare holder_id and epoch with what was
+		// read: a number stored as text (or the reverse) would never match.
+		if !typed {
+			return nil, fmt.Errorf("%w: active row of %s/%s has holder_id or epoch of the wrong type", ErrUntrusted, scope, lane)
+		}
+		if r.epoch <= 0 || r.epoch >= 1<<62 {
+			return nil, fmt.Errorf("%w: active row of %s/%s has epoch %d, out of range", ErrUntrusted, scope, lane, r.epoch)
 		}
 		out = append(out, r)
 	}
@@ -419,7 +435,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	}
 	const set = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbeat_at = ?5, ttl_ms = ?6,
 		reentrancy_depth = 1, active = 1, holder_start = ?7, holder_slot = ?8,
-		epoch = (SELECT max(epoch) FROM _writer_leases WHERE scope = ?1 AND lane = ?2) + 1`
+		epoch = (SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
 	args := []any{l.scope, l.lane, h.ID, h.PID, now, ttl, start, slot}
 	var g grant
 	var err error
@@ -438,7 +454,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 			err = c.QueryRowContext(ctx, `INSERT INTO _writer_leases
 				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)
 				VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1, 1, ?7, ?8,
-					(SELECT coalesce(max(epoch), 0) FROM _writer_leases WHERE scope = ?1 AND lane = ?2) + 1)
+					(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1)
 				RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
 		}
 	}
@@ -627,6 +643,9 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 		if look {
 			var r *row
 			err := l.e.fault("look")
+			if err == nil {
+				err = l.e.checkFile(false) // see tryImmediate
+			}
 			if err == nil {
 				r, err = readActive(ctx, l.e.db, l.scope, l.lane)
 			}
@@ -832,20 +851,26 @@ func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error
 }
 
 // leaveQueue removes this process's queue row of the lane and reports a
-// grant if the lane was handed to it meanwhile. Any failure is retried for
-// up to 5s: a queue row left behind by a live process that no longer waits
-// would later be handed the lane, and keep it.
+// grant if the lane was handed to it meanwhile. Transient failures (I/O
+// error, disk full, busy) are retried for up to 5s: a queue row left
+// behind by a live process that no longer waits could later be handed the
+// lane, and keep it.
 func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	bo := backoff{min: 100 * time.Microsecond, max: 50 * time.Millisecond}
 	for {
 		g, err = l.tryLeaveQueue(cctx)
-		if err == nil || bo.sleep(cctx, nil) != nil {
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || bo.sleep(cctx, nil) != nil {
 			return g, err
 		}
 	}
 }
+
+// transientCodes are the SQLite result codes leaveQueue retries.
+var transientCodes = map[sqlite3.ErrNo]bool{sqlite3.ErrIoErr: true, sqlite3.ErrFull: true, sqlite3.ErrBusy: true,
+	sqlite3.ErrLocked: true, sqlite3.ErrProtocol: true}
 
 func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 	var g *grant
@@ -854,6 +879,9 @@ func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 			return err
 		}
 		r, err := readActive(cctx, c, l.scope, l.lane)
+		if errors.Is(err, ErrUntrusted) {
+			return nil // nothing to adopt; leaving the queue still holds
+		}
 		if err != nil {
 			return err
 		}
@@ -917,6 +945,7 @@ func (l *laneState) handOff(g *grant, why string) {
 			}
 			l.e.stats.Handoffs.Add(1)
 			rang = hd.h.ID
+			g.given.Store(true)
 			return nil
 		}
 		res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
@@ -927,6 +956,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return errLostRow
 		}
+		g.given.Store(true)
 		return nil
 	})
 	if rang != "" {
@@ -935,8 +965,11 @@ func (l *laneState) handOff(g *grant, why string) {
 	switch {
 	case err == errLostRow:
 		l.markLost(g, "row gone at release")
+	case errors.Is(err, ErrFileChanged):
+		l.markLost(g, "database file replaced or removed")
 	case err != nil:
 		// The row stays ours; the watcher or Close retries.
+		g.given.Store(false)
 		l.e.logf(slog.LevelWarn, "cleolease: release failed", "scope", l.scope, "lane", l.lane, "err", err)
 		return
 	default:

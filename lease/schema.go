@@ -123,7 +123,11 @@ type querier interface {
 // _writer_leases without its partial unique index is never repaired
 // silently: that is ErrIndexMissing.
 func (e *Engine) bootstrap(ctx context.Context) error {
-	s, err := readSchema(ctx, e.db)
+	var s schemaState
+	err := e.retryBusy(ctx, func() (err error) {
+		s, err = readSchema(ctx, e.db)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -133,7 +137,7 @@ func (e *Engine) bootstrap(ctx context.Context) error {
 	if s.leases && !s.index {
 		return e.errf("open", "", "", ErrIndexMissing, "drop detected; recreate it with: "+ddlLeasesIndex)
 	}
-	return e.immediate(ctx, func(c *sql.Conn) error {
+	return e.immediateOp(ctx, "bootstrap", func(c *sql.Conn) error {
 		s, err := readSchema(ctx, c)
 		if err != nil {
 			return err

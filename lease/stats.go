@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -105,7 +106,7 @@ func (e *Engine) beat() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.opts.TTL/3)
-		err := e.immediate(ctx, func(c *sql.Conn) error {
+		err := e.immediateOp(ctx, "heartbeat", func(c *sql.Conn) error {
 			res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET heartbeat_at = ?, reentrancy_depth = ?
 				WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, e.nowMS(), depth, g.id, e.holderID, g.epoch)
 			if err != nil {
@@ -118,7 +119,11 @@ func (e *Engine) beat() {
 		})
 		cancel()
 		if err == errLostRow {
-			l.markLost(g, "heartbeat found the row gone or re-epoched")
+			if !g.given.Load() { // not gone by our own hand-off
+				l.markLost(g, "heartbeat found the row gone or re-epoched")
+			}
+		} else if errors.Is(err, ErrFileChanged) {
+			l.markLost(g, "database file replaced or removed")
 		} else if err != nil {
 			e.logf(slog.LevelDebug, "cleolease: heartbeat deferred", "scope", l.scope, "lane", l.lane, "err", err)
 		}

@@ -46,7 +46,12 @@ type LaneStatus struct {
 // holder and waiter alive or dead with the engine's evidence. It writes
 // nothing.
 func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
-	return readStatus(ctx, e.db, e.probe, e.clock)
+	var out []LaneStatus
+	err := e.retryBusy(ctx, func() (err error) {
+		out, err = readStatus(ctx, e.db, e.probe, e.clock)
+		return err
+	})
+	return out, err
 }
 
 func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock) ([]LaneStatus, error) {
@@ -129,7 +134,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 	}
 	var out *HolderStatus
 	var ring string
-	err := e.immediate(ctx, func(c *sql.Conn) error {
+	err := e.immediateOp(ctx, "break", func(c *sql.Conn) error {
 		r, err := readActive(ctx, c, scope, lane)
 		if err != nil || r == nil {
 			return err

@@ -1,0 +1,726 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/lease"
+)
+
+var (
+	flagDuration   = flag.Duration("chaos.duration", 0, "total nemesis time of the ledger run, split over its phases (default 30s, or $CLEOLEASE_CHAOS_DURATION)")
+	flagWriters    = flag.Int("chaos.writers", 4, "writer processes")
+	flagGoroutines = flag.Int("chaos.goroutines", 2, "writing goroutines per writer process")
+	flagSeed       = flag.Uint64("chaos.seed", 0, "random seed (0: from the clock)")
+	flagDir        = flag.String("chaos.dir", "", "keep the run's files in this directory instead of a temporary one")
+	flagPhases     = flag.String("chaos.phases", "", "comma-separated subset of the phases to run (default all)")
+)
+
+// defaultDuration keeps the CI run (under -race, on 2 cores) near 30–45 s.
+const defaultDuration = 30 * time.Second
+
+var roles = map[string]func() int{}
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(envRole); role != "" {
+		f, ok := roles[role]
+		if !ok {
+			fmt.Fprintln(os.Stderr, "unknown role", role)
+			os.Exit(2)
+		}
+		os.Exit(f())
+	}
+	os.Exit(m.Run())
+}
+
+// phase is one configuration of the ledger, run on a fresh file.
+type phase struct {
+	name   string
+	params string // DSN parameters beyond the common ones
+	ttl    time.Duration
+}
+
+var phases = []phase{
+	// A paused holder is robbed after its TTL; back, it must be fenced.
+	{"wal-steal", "_lease_ttl=300ms&_lease_steal_after_ttl=true&_lease_wait=3s", 300 * time.Millisecond},
+	// A paused holder keeps the lane (waiters time out: ErrLeaseUnavailable)
+	// until it resumes or the nemesis breaks the lane.
+	{"wal-break", "_lease_ttl=300ms&_lease_wait=1500ms", 300 * time.Millisecond},
+	// The rollback journal: readers and the writer block each other.
+	{"delete-steal", "_journal_mode=DELETE&_lease_ttl=300ms&_lease_steal_after_ttl=true&_lease_wait=3s", 300 * time.Millisecond},
+}
+
+func chaosDuration(t *testing.T) time.Duration {
+	if *flagDuration > 0 {
+		return *flagDuration
+	}
+	if s := os.Getenv("CLEOLEASE_CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("CLEOLEASE_CHAOS_DURATION=%q: %v", s, err)
+		}
+		return d
+	}
+	return defaultDuration
+}
+
+// TestChaosLedger runs the chaos ledger (see the package documentation).
+func TestChaosLedger(t *testing.T) {
+	total := chaosDuration(t)
+	seed := *flagSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	run := phases
+	if *flagPhases != "" {
+		run = nil
+		for _, name := range strings.Split(*flagPhases, ",") {
+			found := false
+			for _, p := range phases {
+				if p.name == name {
+					run, found = append(run, p), true
+				}
+			}
+			if !found {
+				t.Fatalf("unknown phase %q", name)
+			}
+		}
+	}
+	dir := *flagDir
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d, %d writers × %d goroutines, %s of nemesis over %d phases, files in %s",
+		seed, *flagWriters, *flagGoroutines, total, len(run), dir)
+	var sum summary
+	start := time.Now()
+	for i, p := range run {
+		t.Run(p.name, func(t *testing.T) {
+			pdir := filepath.Join(dir, p.name)
+			if err := os.MkdirAll(pdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := runPhase(t, p, pdir, total/time.Duration(len(run)), seed+uint64(i)*7919)
+			sum.add(s)
+		})
+	}
+	t.Logf("TOTAL %s in %s", sum.String(), time.Since(start).Round(time.Second))
+}
+
+// ---------------------------------------------------------------------------
+// Writer processes.
+
+// proc is one writer slot: the current incarnation of writer idx, restarted
+// after every SIGKILL.
+type proc struct {
+	r   *ledgerRun
+	idx int
+	log string // ack log, shared by all incarnations
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stdin   interface{ Close() error }
+	stopped *exec.Cmd // the incarnation currently SIGSTOPped, if any
+	starts  int
+
+	acks     atomic.Int64 // acknowledgements seen on stdout, all incarnations
+	progress chan struct{}
+}
+
+// ackCounter counts the "A" lines a writer prints after each fsynced ack.
+type ackCounter struct {
+	p    *proc
+	part []byte
+}
+
+func (a *ackCounter) Write(b []byte) (int, error) {
+	a.part = append(a.part, b...)
+	for {
+		i := bytes.IndexByte(a.part, '\n')
+		if i < 0 {
+			break
+		}
+		if string(a.part[:i]) == "A" {
+			a.p.acks.Add(1)
+			select {
+			case a.p.progress <- struct{}{}:
+			default:
+			}
+		}
+		a.part = a.part[i+1:]
+	}
+	return len(b), nil
+}
+
+// start runs a new incarnation; the caller holds p.mu.
+func (p *proc) start() error {
+	p.starts++
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		envRole+"=writer",
+		envDSN+"="+p.r.dsn,
+		envWriter+"="+strconv.Itoa(p.idx),
+		envGoroutines+"="+strconv.Itoa(*flagGoroutines),
+		envLog+"="+p.log,
+		envSeed+"="+strconv.FormatUint(p.r.seed+uint64(p.idx)*1_000_003+uint64(p.starts), 10),
+	)
+	errf, err := os.OpenFile(p.log+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer errf.Close()
+	cmd.Stderr = errf
+	cmd.Stdout = &ackCounter{p: p}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p.cmd, p.stdin = cmd, in
+	return nil
+}
+
+// kill SIGKILLs the current incarnation, reaps it and starts the next.
+func (p *proc) kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	p.cmd.Wait()
+	p.stopped = nil
+	return p.start()
+}
+
+// pause SIGSTOPs the current incarnation for d, then SIGCONTs it (unless it
+// was killed meanwhile). It reports false when the writer was already
+// stopped.
+func (p *proc) pause(d time.Duration) bool {
+	p.mu.Lock()
+	if p.stopped != nil {
+		p.mu.Unlock()
+		return false
+	}
+	cmd := p.cmd
+	if cmd.Process.Signal(syscall.SIGSTOP) != nil {
+		p.mu.Unlock()
+		return false
+	}
+	p.stopped = cmd
+	p.mu.Unlock()
+	time.Sleep(d) // the nemesis' pacing: how long the writer stays frozen
+	p.mu.Lock()
+	if p.stopped == cmd {
+		cmd.Process.Signal(syscall.SIGCONT)
+		p.stopped = nil
+	}
+	p.mu.Unlock()
+	return true
+}
+
+// ---------------------------------------------------------------------------
+// One phase.
+
+type ledgerRun struct {
+	t     *testing.T
+	ph    phase
+	dir   string
+	path  string
+	dsn   string
+	seed  uint64
+	db    *sql.DB // the test's own cleolease handle: schema, cleolease.Break
+	procs []*proc
+
+	evMu   sync.Mutex
+	events map[string]int
+	odd    []string // unexpected nemesis errors
+}
+
+func (r *ledgerRun) event(kind string) {
+	r.evMu.Lock()
+	r.events[kind]++
+	r.evMu.Unlock()
+}
+
+func (r *ledgerRun) oddity(format string, args ...any) {
+	r.evMu.Lock()
+	r.odd = append(r.odd, fmt.Sprintf(format, args...))
+	r.evMu.Unlock()
+}
+
+func runPhase(t *testing.T, ph phase, dir string, d time.Duration, seed uint64) summary {
+	path := filepath.Join(dir, "ledger.db")
+	r := &ledgerRun{
+		t: t, ph: ph, dir: dir, path: path, seed: seed,
+		dsn:    "file:" + path + "?_lease_mode=require&_lease_scope=" + ledgerScope + "&_lease_lane=" + ledgerLane + "&" + ph.params,
+		events: map[string]int{},
+	}
+	db, err := sql.Open("cleolease", r.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.db = db
+	defer db.Close()
+	if _, err := db.Exec(ledgerSchema); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	for i := range *flagWriters {
+		p := &proc{r: r, idx: i, log: filepath.Join(dir, fmt.Sprintf("writer%d.log", i)), progress: make(chan struct{}, 1)}
+		p.mu.Lock()
+		err := p.start()
+		p.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.procs = append(r.procs, p)
+	}
+	t.Cleanup(func() {
+		for _, p := range r.procs {
+			p.mu.Lock()
+			if p.cmd.ProcessState == nil {
+				p.cmd.Process.Kill()
+				p.cmd.Wait()
+			}
+			p.mu.Unlock()
+		}
+	})
+	started := time.Now()
+
+	r.nemesis(d, rand.New(rand.NewPCG(seed, 0xc4a05)))
+
+	// Calm: with the nemesis gone, every writer must make progress again.
+	// The bound is generous; missing it means a writer is stuck (deadlock).
+	if !r.awaitProgress(3, 2*time.Minute) {
+		r.dumpStacks()
+		t.Errorf("no progress after the nemesis stopped: a writer is stuck (stacks in %s/*.stderr)", dir)
+	}
+	// Shut the writers down cleanly (stdin closed); they must exit.
+	done := make(chan struct{})
+	for _, p := range r.procs {
+		p.stdin.Close()
+	}
+	go func() {
+		for _, p := range r.procs {
+			if err := p.cmd.Wait(); err != nil {
+				r.oddity("writer %d did not exit cleanly: %v", p.idx, err)
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		r.dumpStacks()
+		<-done
+		t.Errorf("writers did not exit after stdin closed: stuck (stacks in %s/*.stderr)", dir)
+	}
+	db.Close()
+	s := r.check()
+	s.wall = time.Since(started)
+	t.Logf("%s: %s", ph.name, s.String())
+	return s
+}
+
+// nemesis injects faults at random for d.
+func (r *ledgerRun) nemesis(d time.Duration, rng *rand.Rand) {
+	var pauses sync.WaitGroup
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		// Pacing: 20–300 ms between faults.
+		time.Sleep(20*time.Millisecond + time.Duration(rng.Int64N(int64(280*time.Millisecond))))
+		p := r.procs[rng.IntN(len(r.procs))]
+		switch k := rng.IntN(100); {
+		case k < 20:
+			if err := p.kill(); err != nil {
+				r.oddity("kill/restart writer %d: %v", p.idx, err)
+				continue
+			}
+			r.event("kill")
+		case k < 55:
+			// Pauses: mostly below the TTL, a third up to 4×TTL, a few
+			// up to 2 s.
+			var pd time.Duration
+			switch rng.IntN(6) {
+			case 0, 1, 2:
+				pd = time.Duration(rng.Int64N(int64(r.ph.ttl)))
+			case 3, 4:
+				pd = r.ph.ttl + time.Duration(rng.Int64N(int64(3*r.ph.ttl)))
+			default:
+				pd = time.Duration(rng.Int64N(int64(2 * time.Second)))
+			}
+			kind := "stop<ttl"
+			if pd > r.ph.ttl {
+				kind = "stop>ttl"
+			}
+			pauses.Add(1)
+			go func() {
+				defer pauses.Done()
+				if p.pause(pd) {
+					r.event(kind)
+				}
+			}()
+		case k < 85:
+			r.breakAPI()
+		default:
+			r.breakEngine()
+		}
+	}
+	pauses.Wait()
+}
+
+// breakAPI breaks the lane with cleolease.Break on the test's handle.
+func (r *ledgerRun) breakAPI() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := cleolease.Break(ctx, r.db, ledgerScope, ledgerLane, true)
+	switch {
+	case err != nil && classify(ctx, err) == classCtx:
+		// A frozen writer holding SQLite's write lock blocks the break.
+		r.event("break-api:timeout")
+	case err != nil:
+		r.oddity("cleolease.Break: %v", err)
+	case h == nil:
+		r.event("break-api:free")
+	default:
+		r.event("break-api")
+	}
+}
+
+// breakEngine breaks the lane from a separate process, through an engine of
+// its own (lease.Open + Engine.Break).
+func (r *ledgerRun) breakEngine() {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRole+"=breaker", envPath+"="+r.path)
+	out, err := cmd.Output()
+	line := strings.TrimSpace(string(out))
+	switch {
+	case err != nil:
+		r.oddity("breaker process: %v (%s)", err, line)
+	case line == "B free":
+		r.event("break-engine:free")
+	case strings.HasPrefix(line, "B "):
+		r.event("break-engine")
+	case strings.HasPrefix(line, "E "+classCtx+" "):
+		r.event("break-engine:timeout")
+	default:
+		r.oddity("breaker process: %s", line)
+	}
+}
+
+// awaitProgress waits until every writer acknowledged n more entries. It
+// gives up after limit (a generous liveness bound, not a timing claim).
+func (r *ledgerRun) awaitProgress(n int64, limit time.Duration) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for _, p := range r.procs {
+		target := p.acks.Load() + n
+		for p.acks.Load() < target {
+			select {
+			case <-p.progress:
+			case <-deadline.C:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dumpStacks makes every live writer print its goroutines to its stderr
+// file (SIGQUIT), for a stuck run.
+func (r *ledgerRun) dumpStacks() {
+	// The nemesis has stopped: nothing replaces p.cmd any more.
+	for _, p := range r.procs {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The check.
+
+type summary struct {
+	entries, acked, ambiguous int64
+	epochs, maxEpoch          int64
+	starts                    int
+	events, errors, modes     map[string]int
+	vkinds                    map[string]int // violations by kind
+	stats                     lease.StatsSnapshot
+	violations                int
+	wall                      time.Duration
+}
+
+func (s *summary) add(o summary) {
+	s.entries += o.entries
+	s.acked += o.acked
+	s.ambiguous += o.ambiguous
+	s.epochs += o.epochs
+	s.maxEpoch += o.maxEpoch
+	s.starts += o.starts
+	s.violations += o.violations
+	s.wall += o.wall
+	for _, m := range []struct {
+		dst *map[string]int
+		src map[string]int
+	}{{&s.events, o.events}, {&s.errors, o.errors}, {&s.modes, o.modes}, {&s.vkinds, o.vkinds}} {
+		if *m.dst == nil {
+			*m.dst = map[string]int{}
+		}
+		for k, v := range m.src {
+			(*m.dst)[k] += v
+		}
+	}
+	addStats(&s.stats, o.stats)
+}
+
+func addStats(dst *lease.StatsSnapshot, src lease.StatsSnapshot) {
+	dst.Grants += src.Grants
+	dst.Claims += src.Claims
+	dst.Handoffs += src.Handoffs
+	dst.Lost += src.Lost
+	dst.Fenced += src.Fenced
+	dst.Unavailable += src.Unavailable
+	dst.ReclaimDead += src.ReclaimDead
+	dst.ReclaimTTL += src.ReclaimTTL
+	dst.DeadWaiters += src.DeadWaiters
+	dst.Breaks += src.Breaks
+}
+
+func kv(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s=%d", k, m[k])
+	}
+	return b.String()
+}
+
+func (s summary) String() string {
+	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | violations=%d %s | %s",
+		s.entries, s.acked, s.ambiguous, s.epochs, s.maxEpoch, s.starts, kv(s.events), kv(s.errors), kv(s.modes),
+		s.stats.Grants, s.stats.Claims, s.stats.Handoffs, s.stats.Lost, s.stats.Fenced, s.stats.Unavailable,
+		s.stats.ReclaimDead, s.stats.ReclaimTTL, s.stats.DeadWaiters, s.violations, kv(s.vkinds), s.wall.Round(time.Second))
+}
+
+type ledgerRow struct {
+	id, seq          int64
+	stream           string
+	n                int64
+	uid              string
+	pid, epoch       int64
+	rowEpoch, rowPid sql.NullInt64
+	mode             string
+}
+
+type ack struct {
+	uid   string
+	epoch int64
+	mode  string
+	log   string
+}
+
+// check reads the file and the ack logs after the writers exited and
+// reports every violation.
+func (r *ledgerRun) check() summary {
+	t := r.t
+	s := summary{events: r.events, errors: map[string]int{}, modes: map[string]int{}, vkinds: map[string]int{}}
+	violate := func(kind, format string, args ...any) {
+		s.violations++
+		s.vkinds[kind]++
+		if s.violations <= 40 {
+			t.Errorf(format, args...)
+		}
+	}
+	for _, o := range r.odd {
+		violate("nemesis-error", "nemesis: %s", o)
+	}
+	raw, err := sql.Open("sqlite3", "file:"+r.path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+
+	var ic string
+	if err := raw.QueryRow(`PRAGMA integrity_check`).Scan(&ic); err != nil || ic != "ok" {
+		violate("integrity", "PRAGMA integrity_check = %q, %v", ic, err)
+	}
+
+	rows, err := raw.Query(`SELECT id, seq, stream, n, uid, pid, epoch, row_epoch, row_pid, mode FROM ledger ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ledger []ledgerRow
+	for rows.Next() {
+		var e ledgerRow
+		if err := rows.Scan(&e.id, &e.seq, &e.stream, &e.n, &e.uid, &e.pid, &e.epoch, &e.rowEpoch, &e.rowPid, &e.mode); err != nil {
+			t.Fatal(err)
+		}
+		ledger = append(ledger, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	s.entries = int64(len(ledger))
+
+	byUID := map[string][]int{}
+	lastN := map[string]int64{}
+	epochPid := map[int64]int64{}
+	var prevEpoch int64
+	for i, e := range ledger {
+		s.modes[e.mode]++
+		byUID[e.uid] = append(byUID[e.uid], i)
+		if e.seq != int64(i)+1 {
+			violate("seq-gap", "entry id %d (%s): seq %d, want %d (gap or repeat in commit order)", e.id, e.uid, e.seq, i+1)
+		}
+		if e.n != lastN[e.stream]+1 {
+			violate("stream-gap", "entry id %d: %s follows %s-%d in commit order (stream not consecutive)", e.id, e.uid, e.stream, lastN[e.stream])
+		}
+		lastN[e.stream] = e.n
+		if e.epoch <= 0 {
+			violate("no-lease", "entry id %d (%s, %s, pid %d): committed with no active lease (epoch %d)", e.id, e.uid, e.mode, e.pid, e.epoch)
+		}
+		if e.epoch < prevEpoch {
+			violate("epoch-backwards", "entry id %d (%s, %s, pid %d): epoch %d after epoch %d: committed under a superseded epoch", e.id, e.uid, e.mode, e.pid, e.epoch, prevEpoch)
+		}
+		prevEpoch = max(prevEpoch, e.epoch)
+		if !e.rowEpoch.Valid || e.rowEpoch.Int64 != e.epoch || !e.rowPid.Valid || e.rowPid.Int64 != e.pid {
+			violate("not-active-epoch", "entry id %d (%s, %s, pid %d, epoch %d): the active lease row at the write was epoch %v pid %v",
+				e.id, e.uid, e.mode, e.pid, e.epoch, e.rowEpoch, e.rowPid)
+		}
+		if p, ok := epochPid[e.epoch]; ok && p != e.pid {
+			violate("epoch-two-pids", "epoch %d has entries of pids %d and %d", e.epoch, p, e.pid)
+		}
+		epochPid[e.epoch] = e.pid
+	}
+	s.epochs = int64(len(epochPid))
+	for uid, is := range byUID {
+		if len(is) > 1 {
+			violate("duplicate", "uid %s committed %d times (ids %v)", uid, len(is), is)
+		}
+	}
+
+	var active int
+	if err := raw.QueryRow(`SELECT coalesce(max(epoch), 0), count(*) FILTER (WHERE active = 1) FROM _writer_leases WHERE scope = ? AND lane = ?`,
+		ledgerScope, ledgerLane).Scan(&s.maxEpoch, &active); err != nil {
+		violate("lease-table", "reading _writer_leases: %v", err)
+	}
+	if prevEpoch > s.maxEpoch {
+		violate("epoch-unissued", "entries carry epoch %d, above the highest epoch ever issued %d", prevEpoch, s.maxEpoch)
+	}
+	if active > 1 {
+		violate("two-active", "%d active rows for the lane", active)
+	}
+
+	// The writers' logs: acknowledgements and errors.
+	for _, p := range r.procs {
+		s.starts += p.starts
+		acks, errs, ambiguous, stats := readLog(t, p.log)
+		s.ambiguous += ambiguous
+		addStats(&s.stats, stats)
+		for _, a := range acks {
+			s.acked++
+			is := byUID[a.uid]
+			switch {
+			case len(is) == 0:
+				violate("lost-ack", "acknowledged entry %s (epoch %d, %s) is missing from the ledger", a.uid, a.epoch, a.mode)
+			case (a.epoch != -2 && ledger[is[0]].epoch != a.epoch) || ledger[is[0]].mode != a.mode:
+				violate("ack-mismatch", "acknowledged entry %s (epoch %d, %s) is in the ledger as epoch %d, %s", a.uid, a.epoch, a.mode, ledger[is[0]].epoch, ledger[is[0]].mode)
+			}
+		}
+		for _, e := range errs {
+			s.errors[e.class]++
+			if !allowedClass[e.class] {
+				violate("error-"+e.class, "writer %d saw a %s error in %s: %s", p.idx, e.class, e.op, e.msg)
+			}
+		}
+		if b, err := os.ReadFile(p.log + ".stderr"); err == nil {
+			for _, bad := range []string{"DATA RACE", "panic:", "fatal error:"} {
+				if bytes.Contains(b, []byte(bad)) {
+					violate("writer-crash", "writer %d stderr has %q (see %s.stderr)", p.idx, bad, p.log)
+				}
+			}
+		}
+	}
+	return s
+}
+
+type logErr struct{ class, op, msg string }
+
+// readLog parses a writer's ack log. A line without its newline (a write
+// cut by SIGKILL) is ignored: it was never acknowledged.
+func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous int64, stats lease.StatsSnapshot) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
+		b = b[:i+1]
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "A":
+			f := strings.Fields(rest)
+			if len(f) != 3 {
+				t.Errorf("%s: bad ack line %q", path, line)
+				continue
+			}
+			ep, _ := strconv.ParseInt(f[1], 10, 64)
+			acks = append(acks, ack{uid: f[0], epoch: ep, mode: f[2], log: path})
+		case "E":
+			f := strings.SplitN(rest, " ", 3)
+			if len(f) != 3 {
+				t.Errorf("%s: bad error line %q", path, line)
+				continue
+			}
+			msg, err := strconv.Unquote(f[2])
+			if err != nil {
+				msg = f[2]
+			}
+			errs = append(errs, logErr{class: f[0], op: f[1], msg: msg})
+		case "M":
+			ambiguous++
+		case "S":
+			var st lease.StatsSnapshot
+			if err := json.Unmarshal([]byte(rest), &st); err == nil {
+				addStats(&stats, st)
+			}
+		case "P":
+		default:
+			t.Errorf("%s: unknown line %q", path, line)
+		}
+	}
+	return acks, errs, ambiguous, stats
+}

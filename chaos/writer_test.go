@@ -1,0 +1,401 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/lease"
+)
+
+// The processes of the ledger re-execute the test binary with envRole set;
+// TestMain then runs the role instead of the tests.
+const (
+	envRole       = "CLEOLEASE_CHAOS_ROLE"
+	envDSN        = "CLEOLEASE_CHAOS_DSN"
+	envPath       = "CLEOLEASE_CHAOS_PATH"
+	envWriter     = "CLEOLEASE_CHAOS_WRITER"
+	envGoroutines = "CLEOLEASE_CHAOS_GOROUTINES"
+	envLog        = "CLEOLEASE_CHAOS_LOG"
+	envSeed       = "CLEOLEASE_CHAOS_SEED"
+)
+
+// The lane every writer of the ledger writes under.
+const (
+	ledgerScope = "main"
+	ledgerLane  = "ledger"
+)
+
+const ledgerSchema = `CREATE TABLE IF NOT EXISTS ledger (
+	id INTEGER PRIMARY KEY AUTOINCREMENT, -- commit order
+	seq INTEGER NOT NULL,                 -- previous entry's seq + 1, computed inside the write
+	stream TEXT NOT NULL,                 -- writer-local stream: w<i>g<j>
+	n INTEGER NOT NULL,                   -- position in the stream
+	uid TEXT NOT NULL,                    -- stream-n: the writer-local unique id
+	pid INTEGER NOT NULL,                 -- the writing process
+	epoch INTEGER NOT NULL,               -- the epoch the writer believes it writes under
+	row_epoch INTEGER,                    -- epoch of the active lease row, read by the INSERT itself
+	row_pid INTEGER,                      -- holder pid of that row
+	mode TEXT NOT NULL                    -- tx, exec, lease-tx, lease-exec
+);
+CREATE INDEX IF NOT EXISTS ledger_stream ON ledger(stream, n);`
+
+// insertSQL appends one entry. ?5 is the epoch the writer believes in; NULL
+// takes the active row's. The LEFT JOIN keeps the entry even when no row is
+// active, so the checker can see such a write.
+const insertSQL = `INSERT INTO ledger (seq, stream, n, uid, pid, epoch, row_epoch, row_pid, mode)
+SELECT coalesce((SELECT seq FROM ledger ORDER BY id DESC LIMIT 1), 0) + 1,
+	?1, ?2, ?3, ?4, coalesce(?5, l.epoch, -1), l.epoch, l.holder_pid, ?6
+FROM (SELECT 1) LEFT JOIN _writer_leases l ON l.scope = ?7 AND l.lane = ?8 AND l.active = 1`
+
+// Error classes as the writers log them. allowedClass lists the ones a
+// writer may legitimately see under the nemesis.
+const (
+	classLost        = "lost"        // cleolease.ErrLeaseLost: broken, stolen
+	classUnavailable = "unavailable" // cleolease.ErrLeaseUnavailable: a paused holder kept the lane past _lease_wait
+	classCtx         = "ctx"         // the operation's own deadline
+	classLocked      = "locked"      // SQLITE_BUSY / SQLITE_LOCKED: never allowed
+	classDegraded    = "degraded"    // a degraded grant in mode require: never allowed
+	classPhantom     = "phantom"     // an operation that failed for sure, yet its entry committed
+	classOther       = "other"
+)
+
+var allowedClass = map[string]bool{classLost: true, classUnavailable: true, classCtx: true}
+
+// classify names the class of an error a write returned; opCtx is the
+// operation's context.
+func classify(opCtx context.Context, err error) string {
+	var se sqlite3.Error
+	switch {
+	case errors.Is(err, cleolease.ErrLeaseLost):
+		return classLost
+	case errors.Is(err, cleolease.ErrLeaseUnavailable):
+		return classUnavailable
+	case errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked),
+		strings.Contains(err.Error(), "database is locked"), strings.Contains(err.Error(), "database table is locked"):
+		return classLocked
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return classCtx
+	case errors.Is(err, sql.ErrTxDone) && opCtx.Err() != nil:
+		// database/sql rolled the transaction back when its context ended.
+		return classCtx
+	}
+	return classOther
+}
+
+// definite reports whether an error of this class guarantees that the
+// operation's entry did not commit.
+func definite(class string) bool { return class == classLost || class == classUnavailable }
+
+func init() {
+	roles["writer"] = writerMain
+	roles["breaker"] = breakerMain
+}
+
+// writer is one writer process.
+type writer struct {
+	db   *sql.DB
+	idx  int
+	pid  int64
+	mu   sync.Mutex // serialises log writes
+	log  *os.File
+	out  *bufio.Writer
+	stop chan struct{}
+}
+
+func writerMain() int {
+	idx, _ := strconv.Atoi(os.Getenv(envWriter))
+	gs, _ := strconv.Atoi(os.Getenv(envGoroutines))
+	seed, _ := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
+	if gs <= 0 {
+		gs = 2
+	}
+	logf, err := os.OpenFile(os.Getenv(envLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "writer: ack log:", err)
+		return 2
+	}
+	defer logf.Close()
+	db, err := sql.Open("cleolease", os.Getenv(envDSN))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "writer: open:", err)
+		return 2
+	}
+	w := &writer{db: db, idx: idx, pid: int64(os.Getpid()), log: logf, out: bufio.NewWriter(os.Stdout), stop: make(chan struct{})}
+	w.line(fmt.Sprintf("P %d\n", w.pid), false)
+	go func() { // the test closes stdin to stop the writer
+		io.Copy(io.Discard, os.Stdin)
+		close(w.stop)
+	}()
+	var wg sync.WaitGroup
+	for g := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.stream(g, rand.New(rand.NewPCG(seed, uint64(idx*1000+g))))
+		}()
+	}
+	wg.Wait()
+	if st, err := cleolease.Stats(context.Background(), db); err == nil {
+		b, _ := json.Marshal(st)
+		w.line("S "+string(b)+"\n", false)
+	}
+	if err := db.Close(); err != nil {
+		w.line(fmt.Sprintf("E %s close %q\n", classOther, err.Error()), false)
+	}
+	return 0
+}
+
+// line appends s to the ack log; an acknowledgement is fsynced and then
+// reported on stdout.
+func (w *writer) line(s string, ack bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.log.WriteString(s); err != nil {
+		fmt.Fprintln(os.Stderr, "writer: ack log:", err)
+		os.Exit(3)
+	}
+	if ack {
+		if err := w.log.Sync(); err != nil {
+			fmt.Fprintln(os.Stderr, "writer: fsync ack log:", err)
+			os.Exit(3)
+		}
+		w.out.WriteString("A\n")
+		w.out.Flush()
+	}
+}
+
+func (w *writer) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// entry is one ledger entry to write.
+type entry struct {
+	stream string
+	n      int64
+}
+
+func (e entry) uid() string { return fmt.Sprintf("%s-%d", e.stream, e.n) }
+
+// stream writes entries n = last+1, last+2, … of stream w<idx>g<g> until
+// the writer is told to stop, choosing at random how to write each.
+func (w *writer) stream(g int, rng *rand.Rand) {
+	name := fmt.Sprintf("w%dg%d", w.idx, g)
+	e := entry{stream: name, n: w.lastN(name) + 1}
+	for !w.stopped() {
+		switch r := rng.IntN(10); {
+		case r < 3:
+			e = w.single(e, "tx", rng)
+		case r < 6:
+			e = w.single(e, "exec", rng)
+		default:
+			e = w.leased(e, rng)
+		}
+	}
+}
+
+// opTimeout is a random per-operation deadline: some expire while a paused
+// holder keeps the lane, most do not.
+func opTimeout(rng *rand.Rand) time.Duration {
+	return 300*time.Millisecond + time.Duration(rng.Int64N(int64(4*time.Second)))
+}
+
+// single writes e in one plain transaction or one autocommit Exec.
+func (w *writer) single(e entry, mode string, rng *rand.Rand) entry {
+	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane), opTimeout(rng))
+	defer cancel()
+	var epoch int64
+	var err error
+	if mode == "tx" {
+		epoch, err = w.writeTx(ctx, e, 0)
+	} else {
+		epoch, err = w.writeExec(ctx, e, 0)
+	}
+	if err != nil {
+		return w.failed(ctx, e, mode, err)
+	}
+	w.ack(e, epoch, mode)
+	e.n++
+	return e
+}
+
+// leased writes a batch of entries inside one held Lease, each in its own
+// transaction or autocommit Exec, recording Lease.Epoch().
+func (w *writer) leased(e entry, rng *rand.Rand) entry {
+	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane),
+		time.Second+time.Duration(rng.Int64N(int64(4*time.Second))))
+	defer cancel()
+	l, err := cleolease.AcquireLease(ctx, w.db)
+	if err != nil {
+		w.logErr(classify(ctx, err), "acquire", err)
+		return e
+	}
+	defer l.Release()
+	if l.Degraded() || l.Epoch() <= 0 {
+		w.logErr(classDegraded, "acquire", fmt.Errorf("degraded grant (epoch %d) in mode require", l.Epoch()))
+		return e
+	}
+	lctx := l.Context(ctx)
+	for range 1 + rng.IntN(6) {
+		if w.stopped() {
+			break
+		}
+		if rng.IntN(5) == 0 {
+			if err := l.Check(lctx); err != nil {
+				w.logErr(classify(ctx, err), "check", err)
+				break
+			}
+		}
+		var epoch int64
+		mode := "lease-tx"
+		if rng.IntN(2) == 0 {
+			epoch, err = w.writeTx(lctx, e, l.Epoch())
+		} else {
+			mode = "lease-exec"
+			epoch, err = w.writeExec(lctx, e, l.Epoch())
+		}
+		if err != nil {
+			return w.failed(ctx, e, mode, err)
+		}
+		w.ack(e, epoch, mode)
+		e.n++
+	}
+	return e
+}
+
+// writeTx writes e in a BeginTx transaction. The epoch recorded is
+// leaseEpoch, or (0) the active row's, read in the same transaction.
+func (w *writer) writeTx(ctx context.Context, e entry, leaseEpoch int64) (int64, error) {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	epoch := leaseEpoch
+	mode := "lease-tx"
+	if leaseEpoch == 0 {
+		mode = "tx"
+		err := tx.QueryRowContext(ctx, `SELECT epoch FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1`,
+			ledgerScope, ledgerLane).Scan(&epoch)
+		switch {
+		case err == sql.ErrNoRows:
+			epoch = -1 // the checker reports it
+		case err != nil:
+			tx.Rollback()
+			return 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, insertSQL, e.stream, e.n, e.uid(), w.pid, epoch, mode, ledgerScope, ledgerLane); err != nil {
+		tx.Rollback()
+		return 0, err
+	}
+	return epoch, tx.Commit()
+}
+
+// writeExec writes e with one autocommit Exec; the epoch recorded is
+// leaseEpoch, or (0) the active row's as the INSERT reads it. It returns the
+// epoch recorded.
+func (w *writer) writeExec(ctx context.Context, e entry, leaseEpoch int64) (int64, error) {
+	var ep any
+	mode := "exec"
+	if leaseEpoch != 0 {
+		ep, mode = leaseEpoch, "lease-exec"
+	}
+	if _, err := w.db.ExecContext(ctx, insertSQL, e.stream, e.n, e.uid(), w.pid, ep, mode, ledgerScope, ledgerLane); err != nil {
+		return 0, err
+	}
+	if leaseEpoch != 0 {
+		return leaseEpoch, nil
+	}
+	// The epoch the INSERT recorded is what the ack must name.
+	var epoch int64
+	err := w.db.QueryRowContext(context.Background(), `SELECT epoch FROM ledger WHERE stream = ? AND n = ?`, e.stream, e.n).Scan(&epoch)
+	if err != nil {
+		w.logErr(classify(ctx, err), "read-back", err)
+		return -2, nil
+	}
+	return epoch, nil
+}
+
+func (w *writer) ack(e entry, epoch int64, mode string) {
+	w.line(fmt.Sprintf("A %s %d %s\n", e.uid(), epoch, mode), true)
+}
+
+func (w *writer) logErr(class, op string, err error) {
+	w.line(fmt.Sprintf("E %s %s %q\n", class, op, err.Error()), false)
+}
+
+// failed logs a failed write of e and resolves its outcome from the
+// database: the entry to write next is the one after the stream's last
+// committed entry. An entry committed by an operation whose error was
+// definite (lease lost, unavailable) is a phantom commit.
+func (w *writer) failed(ctx context.Context, e entry, mode string, err error) entry {
+	class := classify(ctx, err)
+	w.logErr(class, mode, err)
+	last := w.lastN(e.stream)
+	if last >= e.n {
+		if definite(class) {
+			w.logErr(classPhantom, mode, fmt.Errorf("%s committed although the write failed with %v", e.uid(), err))
+		} else {
+			w.line(fmt.Sprintf("M %s %s\n", e.uid(), class), false) // ambiguous, committed: not acknowledged
+		}
+	}
+	return entry{stream: e.stream, n: last + 1}
+}
+
+// lastN reads the stream's last committed n, retrying until it can.
+func (w *writer) lastN(stream string) int64 {
+	for {
+		var n int64
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.db.QueryRowContext(ctx, `SELECT coalesce(max(n), 0) FROM ledger WHERE stream = ?`, stream).Scan(&n)
+		if err == nil {
+			cancel()
+			return n
+		}
+		w.logErr(classify(ctx, err), "read", err)
+		cancel()
+	}
+}
+
+// breakerMain breaks the ledger lane with force through an engine of its
+// own (lease.Open + Engine.Break), as an administrator's tool would, and
+// reports on stdout: "B <pid> <epoch>", "B free", or "E <class> <error>".
+func breakerMain() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	path := os.Getenv(envPath)
+	eng, err := lease.Open(ctx, lease.Options{Path: path, DSN: "file:" + path})
+	if err != nil {
+		fmt.Printf("E %s %q\n", classify(ctx, err), err.Error())
+		return 0
+	}
+	defer eng.Close()
+	h, err := eng.Break(ctx, ledgerScope, ledgerLane, true)
+	switch {
+	case err != nil:
+		fmt.Printf("E %s %q\n", classify(ctx, err), err.Error())
+	case h == nil:
+		fmt.Println("B free")
+	default:
+		fmt.Printf("B %d %d\n", h.PID, h.Epoch)
+	}
+	return 0
+}
