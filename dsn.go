@@ -476,7 +476,8 @@ func checkPrivate(dsn string) error {
 		// go-sqlite3 v1.14.53 reads the query only when '?' is at index 1
 		// or later; here it would open a file literally named dsn with
 		// none of the parameters applied.
-		return fmt.Errorf("%w (DSN %q has an empty path before '?')", ErrPrivateMemory, dsn)
+		// The DSN's query is never echoed: it may carry _auth_pass.
+		return fmt.Errorf("%w (the DSN has an empty path before '?')", ErrPrivateMemory)
 	}
 	t, err := analyzeDSN(dsn)
 	if err != nil {
@@ -484,7 +485,7 @@ func checkPrivate(dsn string) error {
 	}
 	switch {
 	case t.path == "":
-		return fmt.Errorf("%w (DSN %q has an empty path: SQLite opens a private temporary database)", ErrPrivateMemory, dsn)
+		return fmt.Errorf("%w (DSN %q has an empty path: SQLite opens a private temporary database)", ErrPrivateMemory, pathPart)
 	case t.memory && !t.shared:
 		return fmt.Errorf("%w (DSN path %q)", ErrPrivateMemory, pathPart)
 	}

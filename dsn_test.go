@@ -121,8 +121,8 @@ var invalidDSNs = []struct{ in, wantErr string }{
 	{"file:m?mode=memory", ErrPrivateMemory.Error() + ` (DSN path "file:m")`},
 	{"file:m?cache=shared&mode=memory&cache=private", ErrPrivateMemory.Error() + ` (DSN path "file:m")`},
 	{"file:mem?vfs=memdb", ErrPrivateMemory.Error() + ` (DSN path "file:mem")`},
-	{"?_fk=1", ErrPrivateMemory.Error() + ` (DSN "?_fk=1" has an empty path before '?')`},
-	{"file:?cache=shared", ErrPrivateMemory.Error() + ` (DSN "file:?cache=shared" has an empty path: SQLite opens a private temporary database)`},
+	{"?_fk=1", ErrPrivateMemory.Error() + ` (the DSN has an empty path before '?')`},
+	{"file:?cache=shared", ErrPrivateMemory.Error() + ` (DSN "file:" has an empty path: SQLite opens a private temporary database)`},
 	{"file://localhost", ErrPrivateMemory.Error() + ` (DSN "file://localhost" has an empty path: SQLite opens a private temporary database)`},
 	// SQLite reads the authority up to the next '/', across '?'.
 	{"file://localhost?mode=memory&cache=shared", `cleolease: DSN parameter "file: URI authority" has bad value "localhost?mode=memory&cache=shared": SQLite accepts only an empty authority or "localhost" (file:///abs/path or file:rel/path)`},
@@ -422,6 +422,26 @@ func TestDefaultsAppliedByGoSQLite3(t *testing.T) {
 		}
 		if path, _, _ := c.location(); path != filepath.Join(dir, tt.file) {
 			t.Errorf("location(%q) = %q, want %q", tt.dsn, path, filepath.Join(dir, tt.file))
+		}
+	}
+}
+
+// A DSN's secrets (go-sqlite3's _auth_pass) never appear in an error.
+func TestDSNErrorsDoNotEchoSecrets(t *testing.T) {
+	for _, dsn := range []string{
+		"?_auth_pass=hunter2",
+		":memory:?_auth_pass=hunter2",
+		"file:?_auth_pass=hunter2",
+		"file:x.db?_auth_pass=hunter2&_lease_bogus=1",
+		"file:x.db?_auth_pass=hunter2&_busy_timout=5",
+		"file:x.db?_auth_pass=hunter2&_lease_ttl=banana",
+	} {
+		_, err := ParseDSN(dsn)
+		if err == nil {
+			t.Fatalf("%s: no error", dsn)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error echoes the password: %v", dsn, err)
 		}
 	}
 }
