@@ -368,14 +368,15 @@ func relFuzzSeeds() [][]byte {
 		seed(1, 0, row(typ, typ, typ, sp(0), typ, sp(1))),   // our id, epoch 1<<62-1
 		seed(1, 0, row(typ, typ, typ, typ, typ, text("x"))), // text epoch
 		seed(1, 0, row(typ, typ, typ, typ, null)),           // NULL pid
-		seed(2, 0, row(typ, typ, typ, typ, typ, i64(1000), typ, typ, typ, typ, sp(1)), row(typ, typ, typ, typ, typ, text("zzz"))), // text epoch above an inactive 1000
-		seed(1, 0, row(typ, typ, typ, typ, sp(0), typ, typ, typ, typ, typ, typ, sp(0), sp(0))),                                    // our pid, start and slot, another id
-		seed(1, 0, row(typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, sp(8))),                                             // holder_start "/" pieces
-		seed(1, 0, row(typ, typ, typ, typ, typ, sp(2))),                                                                           // epoch 1<<62: the next would overflow the range
-		seed(1, 0, row(typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, sp(4))),                                             // another boot
-		seed(0, 2, row(typ, typ, typ, sp(0)), row(typ, typ, typ, typ, typ, typ, typ, sp(1))),                                      // queue: our id, then pid 1
-		seed(0, 1, row(typ, typ, typ, typ, text("hi"))),                                                                           // text priority
-		seed(0, 1, row(typ, typ, typ, typ, typ, i64(math.MinInt64))),                                                              // enqueued_at at the minimum
+		seed(2, 0, row(typ, typ, typ, typ, typ, i64(1000), typ, typ, typ, typ, sp(1)), row(typ, typ, typ, typ, typ, text("zzz"))),                            // text epoch above an inactive 1000
+		seed(1, 0, row(typ, typ, typ, typ, sp(0), typ, typ, typ, typ, typ, typ, sp(0), sp(0))),                                                               // our pid, start and slot, another id
+		seed(2, 0, row(typ, typ, typ, typ, typ, i64(1000), typ, typ, typ, typ, sp(1)), row(typ, typ, typ, typ, typ, text("zzz"), typ, typ, typ, typ, sp(1))), // released rows: epoch 1000 and a text epoch, which max() ranks above numbers
+		seed(1, 0, row(typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, sp(8))),                                                                        // holder_start "/" pieces
+		seed(1, 0, row(typ, typ, typ, typ, typ, sp(2))),                                                                                                      // epoch 1<<62: the next would overflow the range
+		seed(1, 0, row(typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, sp(4))),                                                                        // another boot
+		seed(0, 2, row(typ, typ, typ, sp(0)), row(typ, typ, typ, typ, typ, typ, typ, sp(1))),                                                                 // queue: our id, then pid 1
+		seed(0, 1, row(typ, typ, typ, typ, text("hi"))),                                                                                                      // text priority
+		seed(0, 1, row(typ, typ, typ, typ, typ, i64(math.MinInt64))),                                                                                         // enqueued_at at the minimum
 		seed(1, 1, row(typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, typ, null, null), row(typ, typ, typ, typ, typ, typ, typ, null, null, null, null, null)),
 	}
 }
