@@ -123,6 +123,7 @@ type leaseConn struct {
 	classes map[string]class // per-connection cache of classify results
 	fence   *sqlite3.SQLiteStmt
 	closed  bool
+	engine  *lease.Engine // the connector's, cached at first use
 }
 
 // QueryContext serves Hold.Fence from a statement prepared once per
@@ -240,6 +241,9 @@ func (lc *leaseConn) needsLease(k class) (bool, error) {
 // write. An autocommit write runs inside the driver's own BEGIN IMMEDIATE,
 // fenced just before COMMIT, unless it cannot run in a transaction.
 func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := lc.fileCheck(); err != nil {
+		return nil, err
+	}
 	if lc.tx != nil || !lc.c.leased() {
 		return lc.SQLiteConn.ExecContext(ctx, query, args)
 	}
@@ -288,6 +292,9 @@ func (lc *leaseConn) leasedExec(ctx context.Context, k class, run func() (driver
 // QueryContext runs query; a query that may write (INSERT … RETURNING)
 // takes the lease, which is held until the rows are closed.
 func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := lc.fileCheck(); err != nil {
+		return nil, err
+	}
 	if lc.tx != nil || !lc.c.leased() {
 		return lc.SQLiteConn.QueryContext(ctx, query, args)
 	}
@@ -522,6 +529,9 @@ func (lc *leaseConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := lc.fileCheck(); err != nil {
+		return nil, err
+	}
 	st, err := lc.SQLiteConn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -540,6 +550,9 @@ type leaseStmt struct {
 }
 
 func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.lc.fileCheck(); err != nil {
+		return nil, err
+	}
 	need, err := s.lc.needsLease(s.k)
 	if err != nil {
 		return nil, err
@@ -551,6 +564,9 @@ func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 }
 
 func (s *leaseStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.lc.fileCheck(); err != nil {
+		return nil, err
+	}
 	need, err := s.lc.needsLease(s.k)
 	if err != nil {
 		return nil, err
@@ -577,6 +593,20 @@ func (lc *leaseConn) ResetSession(ctx context.Context) error {
 		return driver.ErrBadConn
 	}
 	return nil
+}
+
+// fileCheck refuses every statement on a connection whose database path
+// was renamed over or deleted (ErrFileChanged): with a rollback journal,
+// even a read of the old file could play the new file's journal into it.
+// An atomic load while inotify reports nothing about the file.
+func (lc *leaseConn) fileCheck() error {
+	if lc.engine == nil {
+		lc.engine = lc.c.Engine()
+		if lc.engine == nil {
+			return nil
+		}
+	}
+	return lc.engine.FileChanged()
 }
 
 // IsValid reports whether the connection can be reused: not closed.

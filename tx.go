@@ -38,6 +38,9 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
 		return nil, ErrForeignTransaction
 	}
+	if err := lc.fileCheck(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -223,6 +223,11 @@ func (e *Engine) HolderID() string { return e.holderID }
 // the file it was opened on (renamed over, deleted). It always stats.
 func (e *Engine) CheckFile() error { return e.checkFile(true) }
 
+// FileChanged is CheckFile at the cost of an atomic load while inotify
+// reports nothing about the file (a stat otherwise): for a check on every
+// statement.
+func (e *Engine) FileChanged() error { return e.checkFile(false) }
+
 // checkFile with always false trusts inotify: it stats only after the
 // kernel reported a rename, unlink or link-count change of the file (or
 // when inotify is unavailable). Acquire uses it on the fast path; a claim
