@@ -92,8 +92,9 @@ type Engine struct {
 	refs   int
 	closed bool
 
-	hbStop chan struct{}
-	wg     sync.WaitGroup
+	fileGone atomic.Bool // the path no longer names this engine's file
+	hbStop   chan struct{}
+	wg       sync.WaitGroup
 
 	// hook injects faults in tests: consulted by fault before each named
 	// lease statement (see immediateOp); nil in production.
@@ -236,14 +237,21 @@ func (e *Engine) checkFile(always bool) error {
 	if e.opts.MemoryOnly {
 		return nil
 	}
+	if e.fileGone.Load() {
+		// Sticky: once replaced, always replaced (even if the kernel's
+		// event about it has not been read yet).
+		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: "detected earlier"}
+	}
 	if !always && e.bell != nil && e.bell.dbWd >= 0 && !e.bell.dbChanged.Load() {
 		return nil
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(e.path, &st); err != nil {
+		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
 	}
 	if uint64(st.Dev) != e.dev || uint64(st.Ino) != e.ino {
+		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged,
 			Reason: fmt.Sprintf("inode %d is now %d", e.ino, st.Ino)}
 	}
