@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease/lease"
+	"github.com/cleocode/cleolease/migrate"
 )
 
 // Mode selects how the writer lease behaves (DSN _lease_mode).
@@ -252,7 +253,7 @@ var leaseParams = []leaseParam{
 		return ""
 	}, func(c *Config) string { return strconv.FormatBool(c.MigrationsNoTxWrap) }},
 	{"_migrations_table", func(c *Config, v string) string {
-		if !isIdentifier(v) {
+		if !migrate.ValidTableName(v) {
 			return "not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)"
 		}
 		c.MigrationsTable = v
@@ -294,23 +295,6 @@ func setNonNegative(dst *time.Duration, v string) string {
 	}
 	*dst = d
 	return ""
-}
-
-// isIdentifier reports whether s matches [A-Za-z_][A-Za-z0-9_]*.
-func isIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b == '_', 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z':
-		case '0' <= b && b <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // ParseDSN parses a cleolease DSN: a go-sqlite3 DSN (a plain path or a

@@ -304,7 +304,7 @@ func (o Options) normalize(needSource bool) (Options, error) {
 	if o.Table == "" {
 		o.Table = DefaultTable
 	}
-	if !isIdentifier(o.Table) {
+	if !ValidTableName(o.Table) {
 		return o, fmt.Errorf("cleolease/migrate: version table %q is not a plain SQL identifier", o.Table)
 	}
 	if o.Driver == nil {
@@ -342,7 +342,10 @@ func listVersions(src source.Driver) ([]uint, error) {
 	return out, nil
 }
 
-func isIdentifier(s string) bool {
+// ValidTableName reports whether s is a plain SQL identifier,
+// [A-Za-z_][A-Za-z0-9_]*: the names accepted for the version table (it is
+// spliced into golang-migrate's SQL unquoted).
+func ValidTableName(s string) bool {
 	if s == "" {
 		return false
 	}

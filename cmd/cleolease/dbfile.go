@@ -12,9 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/lease"
 )
 
 // sqliteMagic is the first 16 bytes of every SQLite 3 database file.
@@ -72,90 +73,31 @@ func fileURI(path, query string) (string, error) {
 	return u, nil
 }
 
-// readOnly runs fn on a read-only connection to path that writes nothing
-// and creates no file, after checking the file.
-//
-// SQLite's mode=ro is enough while the database is in use, but on a
-// WAL-mode file nobody has open (no -wal file) a read-only connection
-// creates the -wal and -shm files and leaves them behind. There, fn runs
-// on an immutable=1 connection instead (no locks, no side files), which is
-// exact because everything is in the main file; if the main file or the
-// -wal changed meanwhile (a process opened the database and wrote), fn is
-// run again, and from the third attempt on with mode=ro.
+// readOnly runs fn on a connection to path that writes nothing and
+// creates no file (lease.ReadOnly), after checking the file; failures to
+// open or read it become one clear line.
 func readOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error {
 	if err := checkDBFile(path); err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
-		before, err := fileStateOf(path)
-		if err != nil {
-			return failf("%s: %v", path, unwrapPathErr(err))
-		}
-		immutable := before.walMode && !before.walExists && attempt < 2
-		query := "mode=ro&_busy_timeout=5000"
-		if immutable {
-			query = "mode=ro&immutable=1"
-		}
-		dsn, err := fileURI(path, query)
-		if err != nil {
-			return failf("%s: %v", path, err)
-		}
-		db, err := sql.Open("sqlite3", dsn)
-		if err != nil {
-			return failf("%s: %v", path, err)
-		}
-		db.SetMaxOpenConns(1)
+	var fnErr error
+	err := lease.ReadOnly(ctx, path, func(db *sql.DB) error {
 		var n int
-		err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n)
-		if err != nil {
-			db.Close()
-			return sqliteFailure(path, err)
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
+			return err // not a database: reported as one line below
 		}
-		err = fn(db)
-		db.Close()
-		if !immutable {
-			return err
-		}
-		if after, serr := fileStateOf(path); serr == nil && after == before {
-			return err
-		}
+		fnErr = fn(db)
+		return fnErr
+	})
+	switch {
+	case err == nil || err == fnErr:
+		return err
+	case errors.As(err, new(sqlite3.Error)):
+		return sqliteFailure(path, err)
 	}
+	return failf("%s: %v", path, unwrapPathErr(err))
 }
 
-// fileState is what readOnly compares to notice a writer.
-type fileState struct {
-	walMode   bool // header: WAL journal mode
-	walExists bool
-	size      int64
-	mtime     int64
-	ino       uint64
-}
-
-func fileStateOf(path string) (fileState, error) {
-	var st fileState
-	f, err := os.Open(path)
-	if err != nil {
-		return st, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return st, err
-	}
-	st.size, st.mtime = fi.Size(), fi.ModTime().UnixNano()
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-	}
-	head := make([]byte, 20)
-	if _, err := io.ReadFull(f, head); err == nil {
-		st.walMode = head[18] == 2 && head[19] == 2
-	}
-	_, err = os.Lstat(path + "-wal")
-	st.walExists = err == nil
-	return st, nil
-}
-
-// sqliteFailure turns an SQLite error on opening path into one line.
 func sqliteFailure(path string, err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {

@@ -75,7 +75,7 @@ migration.`,
 				return usagef("--duration must be positive and at most 10m")
 			case o.work < 0 || o.work > time.Second:
 				return usagef("--work must be between 0 and 1s")
-			case !isIdentifier(o.table):
+			case !migrate.ValidTableName(o.table):
 				return usagef("--table %q is not a plain SQL identifier", o.table)
 			}
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)

@@ -58,7 +58,7 @@ transaction, so a failed migration leaves the previous version, clean.`,
 			if err != nil {
 				return err
 			}
-			if !isIdentifier(table) {
+			if !migrate.ValidTableName(table) {
 				return usagef("--table %q is not a plain SQL identifier", table)
 			}
 			return runMigrate(cmd.Context(), cmd.OutOrStdout(), args[0], op, src, table, noTxWrap)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/lease"
+	"github.com/cleocode/cleolease/migrate"
 )
 
 // statusReport is `cleolease status --json`.
@@ -53,7 +54,7 @@ locks on the sidecar without taking any.`,
 			if watch < 0 {
 				return usagef("--watch must not be negative")
 			}
-			if !isIdentifier(table) {
+			if !migrate.ValidTableName(table) {
 				return usagef("--table %q is not a plain SQL identifier", table)
 			}
 			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], table, asJSON, watch)
@@ -175,22 +176,4 @@ func printStatus(w io.Writer, rep statusReport) {
 		}
 		q.Render()
 	}
-}
-
-// isIdentifier reports whether s matches [A-Za-z_][A-Za-z0-9_]* (the rule
-// cleolease applies to _migrations_table).
-func isIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		switch {
-		case b == '_', 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z':
-		case '0' <= b && b <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
