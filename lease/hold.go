@@ -112,38 +112,19 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	if err := h.l.e.fault("fence"); err != nil {
 		return err
 	}
+	query, args := FenceSQL, []driver.NamedValue{
+		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
+		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
+	}
 	if h.l.e.opts.StealAfterTTL {
 		// Under the TTL-steal policy a long transaction would end with a
 		// stale heartbeat; refresh it in the same transaction as the data.
-		return h.fenceRefresh(ctx, q)
+		query, args = fenceRefreshSQL, []driver.NamedValue{
+			{Ordinal: 1, Value: h.l.e.nowMS()}, {Ordinal: 2, Value: h.l.scope}, {Ordinal: 3, Value: h.l.lane},
+			{Ordinal: 4, Value: h.l.e.holderID}, {Ordinal: 5, Value: h.g.epoch},
+		}
 	}
-	rows, err := q.QueryContext(ctx, FenceSQL, []driver.NamedValue{
-		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
-		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
-	})
-	if err != nil {
-		return err
-	}
-	dest := make([]driver.Value, len(rows.Columns()))
-	err = rows.Next(dest)
-	rows.Close()
-	if err == io.EOF {
-		h.l.markLost(h.g, "fenced commit found another holder")
-		h.l.e.stats.Fenced.Add(1)
-		return h.lostErr("commit")
-	}
-	return err
-}
-
-// fenceRefreshSQL is the fencing check of the TTL-steal policy: it also
-// refreshes heartbeat_at, inside the caller's transaction.
-const fenceRefreshSQL = `UPDATE _writer_leases SET heartbeat_at = ? WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ? RETURNING 1`
-
-func (h *Hold) fenceRefresh(ctx context.Context, q driver.QueryerContext) error {
-	rows, err := q.QueryContext(ctx, fenceRefreshSQL, []driver.NamedValue{
-		{Ordinal: 1, Value: h.l.e.nowMS()}, {Ordinal: 2, Value: h.l.scope}, {Ordinal: 3, Value: h.l.lane},
-		{Ordinal: 4, Value: h.l.e.holderID}, {Ordinal: 5, Value: h.g.epoch},
-	})
+	rows, err := q.QueryContext(ctx, query, args)
 	if err != nil {
 		return err
 	}
@@ -211,3 +192,7 @@ func HoldFrom(ctx context.Context, e *Engine, scope, lane string) *Hold {
 	}
 	return nil
 }
+
+// fenceRefreshSQL is the fencing check under the TTL-steal policy: it also
+// refreshes heartbeat_at, inside the caller's transaction.
+const fenceRefreshSQL = `UPDATE _writer_leases SET heartbeat_at = ? WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ? RETURNING 1`
