@@ -182,9 +182,14 @@ func BenchmarkContended(b *testing.B) {
 			}
 		}
 		var waits []time.Duration
+		var worst int64
 		for ep, t := range acq {
 			waits = append(waits, time.Duration(t-req[ep]))
+			if t-req[ep] > acq[worst]-req[worst] || worst == 0 {
+				worst = ep
+			}
 		}
+		b.Logf("longest wait: epoch %d of %d", worst, len(acq))
 		b.Logf("acquire wait p50 %v p99 %v max %v", percentile(waits, .5), percentile(waits, .99), percentile(waits, 1))
 		b.Logf("release call p50 %v p90 %v p99 %v", percentile(relDur, .5), percentile(relDur, .9), percentile(relDur, .99))
 		b.Logf("hand-off gap p50 %v p90 %v p99 %v; hold p50 %v p99 %v", percentile(gap, .5), percentile(gap, .9), percentile(gap, .99), percentile(hold, .5), percentile(hold, .99))
