@@ -66,7 +66,7 @@ type laneState struct {
 	rung         string // the holder the claim in progress told it waits
 	reg          registration
 	pending      map[string]registration // waiters that told us they wait, by holder id
-	lastWaitInfo string
+	lastWaitInfo string                  // the holder that kept the lane, for errors; guarded by mu
 }
 
 type gateWaiter struct {
@@ -243,7 +243,9 @@ func (l *laneState) ctxErr(err error) error {
 }
 
 func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool) (*Hold, error) {
+	l.mu.Lock()
 	who := l.lastWaitInfo
+	l.mu.Unlock()
 	if opts.Require {
 		if gateHeld {
 			l.leave()
@@ -483,7 +485,10 @@ func (l *laneState) me() holder {
 // taken over, and why.
 func (l *laneState) reclaimable(r *row) (bool, string) {
 	v := l.e.probe(r.h)
-	l.lastWaitInfo = fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)
+	info := fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)
+	l.mu.Lock()
+	l.lastWaitInfo = info // read by waiters that give up at the gate
+	l.mu.Unlock()
 	if !v.alive {
 		return true, "dead"
 	}
