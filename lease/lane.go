@@ -746,6 +746,21 @@ func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
 	return nil
 }
 
+// forwardPending passes registrations that arrived after this process's
+// hand-off began on to the new holder, which writes them at its next lease
+// transaction; otherwise they would wait for this process's next one.
+func (l *laneState) forwardPending(to string) {
+	l.mu.Lock()
+	regs := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, r := range regs {
+		if r.ID != to {
+			l.e.bell.ringWaiting(to, r)
+		}
+	}
+}
+
 // enqueue writes r's queue row unless it has one.
 func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registration, now int64) error {
 	var arr, slot any
@@ -966,6 +981,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	})
 	if rang != "" {
 		l.e.bell.ringGrant(rang)
+		l.forwardPending(rang)
 	}
 	switch {
 	case err == errLostRow:
