@@ -498,10 +498,12 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 	return false, ""
 }
 
-// attempt is one claim transaction. It returns a grant when this process
-// is now the holder; otherwise it makes sure this process is queued (and,
-// when the row is free or its holder dead, hands it to the queue's head).
-func (l *laneState) attempt(ctx context.Context, opts AcquireOptions, arrival int64) (g *grant, holderID string, err error) {
+// attempt is one claim transaction (a single try: SQLITE_BUSY comes back).
+// It returns a grant when this process is now the holder; otherwise it
+// makes sure this process is queued with its registration l.reg (and, when
+// the row is free or its holder dead, hands it to the queue's head), and
+// returns the active holder's id.
+func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err error) {
 	var rang string
 	defer func() {
 		if rang != "" {
@@ -603,7 +605,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	// tries again after a capped back-off.
 	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
-		g, holderID, err := l.attempt(ctx, opts, arrival)
+		g, holderID, err := l.attempt(ctx)
 		retryIn := time.Duration(0)
 		switch {
 		case err != nil && isBusy(err) && ctx.Err() == nil:
