@@ -304,7 +304,16 @@ func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driv
 	}
 	run := func() (driver.Rows, error) { return lc.SQLiteConn.QueryContext(ctx, query, args) }
 	if st != nil {
+		// The statement is closed with its rows, or here if it never ran
+		// (a refused foreign transaction, a lease or BEGIN that failed).
+		ran := false
+		defer func() {
+			if !ran {
+				st.Close()
+			}
+		}()
 		run = func() (driver.Rows, error) {
+			ran = true
 			rows, err := st.QueryContext(ctx, args)
 			if err != nil {
 				st.Close()
@@ -315,9 +324,6 @@ func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driv
 	}
 	need, err := lc.needsLease(k)
 	if err != nil {
-		if st != nil {
-			st.Close()
-		}
 		return nil, err
 	}
 	if !need {
