@@ -157,20 +157,23 @@ func (b *doorbell) wake() {
 // ringGrant tells holder id's engine that a lane was handed to it.
 func (b *doorbell) ringGrant(id string) { b.send(id, []byte{'G'}) }
 
-// ringWaiting tells holder id's engine that the waiter reg waits.
-func (b *doorbell) ringWaiting(id string, reg registration) {
+// ringWaiting tells holder id's engine that the waiter reg waits. It
+// reports whether the registration reached that engine's socket.
+func (b *doorbell) ringWaiting(id string, reg registration) bool {
 	msg, err := json.Marshal(reg)
-	if err == nil {
-		b.send(id, append([]byte{'W'}, msg...))
-	}
+	return err == nil && b.send(id, append([]byte{'W'}, msg...))
 }
 
-func (b *doorbell) send(id string, msg []byte) {
-	if b.sock != nil && id != "" {
-		// Best effort: a process in another network namespace, or one
-		// without a socket, is reached by its fallback poll instead.
-		b.sock.WriteToUnix(msg, bellAddr(id, b.dev, b.inode))
+// send delivers msg to holder id's engine and reports whether it reached
+// its socket (a datagram to an abstract socket nobody binds fails at once).
+func (b *doorbell) send(id string, msg []byte) bool {
+	if b.sock == nil || id == "" {
+		return false
 	}
+	// Best effort: a process in another network namespace, or one
+	// without a socket, is reached by its fallback poll instead.
+	_, err := b.sock.WriteToUnix(msg, bellAddr(id, b.dev, b.inode))
+	return err == nil
 }
 
 // watched reports whether targeted rings reach this process.

@@ -338,8 +338,10 @@ func isBusy(err error) bool {
 // immediate runs fn inside BEGIN IMMEDIATE on the engine's connection and
 // commits. BEGIN is retried on SQLITE_BUSY with a capped back-off until ctx
 // ends; the body and COMMIT run detached from ctx so a cancellation can
-// never leave an ambiguous commit. If fn fails the transaction rolls back.
-func (e *Engine) immediate(ctx context.Context, fn func(c *sql.Conn) error) error {
+// never leave an ambiguous commit: fn gets that detached context (which
+// has no Done channel, so database/sql starts no watcher goroutine per
+// statement). If fn fails the transaction rolls back.
+func (e *Engine) immediate(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
 	return e.immediateOp(ctx, "begin", fn)
 }
 
@@ -347,7 +349,7 @@ func (e *Engine) immediate(ctx context.Context, fn func(c *sql.Conn) error) erro
 // "handoff", "dequeue", "heartbeat", "break", "bootstrap"), which names
 // it to the fault hook: op before BEGIN, op+"/commit" before COMMIT (an
 // injected error there rolls the transaction back).
-func (e *Engine) immediateOp(ctx context.Context, op string, fn func(c *sql.Conn) error) error {
+func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
 	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
 		err := e.tryImmediate(ctx, op, fn)
@@ -360,7 +362,7 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(c *sql.Conn
 	}
 }
 
-func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(c *sql.Conn) error) error {
+func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if err := e.fault(op); err != nil {
 		return err
 	}
@@ -379,7 +381,7 @@ func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(c *sql.Con
 	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
-	if err := fn(c); err != nil {
+	if err := fn(bg, c); err != nil {
 		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}

@@ -510,9 +510,8 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 			l.e.bell.ringGrant(rang)
 		}
 	}()
-	err = l.e.tryImmediate(ctx, "claim", func(c *sql.Conn) error {
+	err = l.e.tryImmediate(ctx, "claim", func(bg context.Context, c *sql.Conn) error {
 		g, rang, holderID = nil, "", ""
-		bg := context.WithoutCancel(ctx)
 		active, err := readActive(bg, c, l.scope, l.lane)
 		if err != nil {
 			return err
@@ -594,10 +593,14 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	me := l.me()
 	l.reg = registration{Scope: l.scope, Lane: l.lane, ID: me.ID, Start: me.Start, PID: me.PID, Slot: me.Slot,
 		Priority: int64(opts.Priority), Arrival: arrival, TTL: l.e.opts.TTL.Milliseconds()}
-	if id := l.lastHolder(ctx); id != "" && id != me.ID {
-		l.rung = id
-		l.e.bell.ringWaiting(id, l.reg)
-	}
+	// When a live holder got the registration, the first claim
+	// transaction is skipped: the holder writes the queue row in the
+	// transaction that hands the lane over, so the waiter does not compete
+	// with the holder (or the next holder) for SQLite's write lock. It
+	// writes its own row only when the lane falls free, its holder dies, or
+	// after SelfEnqueueAfter (so that Status shows it).
+	skip := l.ringHolder(ctx)
+	selfEnqueue := time.Now().Add(SelfEnqueueAfter)
 	// A claim transaction is tried once at a time: while SQLite's write
 	// lock is taken (the holder's own transaction), the waiter waits for
 	// the doorbell like any queued waiter — the holder writes its queue
@@ -605,8 +608,18 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	// tries again after a capped back-off.
 	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
-		g, holderID, err := l.attempt(ctx)
+		var g *grant
+		var holderID string
+		var err error
+		if skip {
+			holderID = l.rung
+		} else {
+			g, holderID, err = l.attempt(ctx)
+		}
 		retryIn := time.Duration(0)
+		if skip {
+			skip, retryIn = false, max(time.Until(selfEnqueue), time.Microsecond)
+		}
 		switch {
 		case err != nil && isBusy(err) && ctx.Err() == nil:
 			retryIn = bo.next()
@@ -654,7 +667,9 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 				err = l.e.checkFile(false) // see tryImmediate
 			}
 			if err == nil {
-				r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+				// Detached: the select below watches ctx, and a
+				// cancellable context costs a goroutine per query.
+				r, err = readActive(context.WithoutCancel(ctx), l.e.db, l.scope, l.lane)
 			}
 			switch {
 			case err != nil && ctx.Err() != nil:
@@ -699,13 +714,34 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 	}
 }
 
-// lastHolder returns the holder id of the lane's row, active or (when the
-// lane is free) the last one: the process a waiter tells that it waits.
-func (l *laneState) lastHolder(ctx context.Context) string {
-	var id string
-	l.e.db.QueryRowContext(ctx, `SELECT holder_id FROM _writer_leases WHERE scope = ? AND lane = ?
-		ORDER BY active DESC, epoch DESC LIMIT 1`, l.scope, l.lane).Scan(&id)
-	return id
+// SelfEnqueueAfter is how long a waiter whose registration reached the
+// holder relies on the holder to write its queue row before it writes the
+// row itself.
+const SelfEnqueueAfter = 100 * time.Millisecond
+
+// ringHolder tells the lane's holder (or, when the lane is free, its last
+// holder) that this process waits, and reports whether a live holder of
+// another process received the registration.
+func (l *laneState) ringHolder(ctx context.Context) bool {
+	ctx = context.WithoutCancel(ctx)
+	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
+	if err != nil || r == nil {
+		var id string
+		l.e.db.QueryRowContext(ctx, `SELECT holder_id FROM _writer_leases WHERE scope = ? AND lane = ?
+			ORDER BY epoch DESC LIMIT 1`, l.scope, l.lane).Scan(&id)
+		if id != "" && id != l.e.holderID {
+			l.rung = id
+			l.e.bell.ringWaiting(id, l.reg)
+		}
+		return false
+	}
+	if r.h.ID == l.e.holderID {
+		return false
+	}
+	l.rung = r.h.ID
+	delivered := l.e.bell.ringWaiting(r.h.ID, l.reg)
+	dead, _ := l.reclaimable(r)
+	return delivered && !dead
 }
 
 // registered records a waiter's registration (see registration).
@@ -751,13 +787,18 @@ func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
 // forwardPending passes registrations that arrived after this process's
 // hand-off began on to the new holder, which writes them at its next lease
 // transaction; otherwise they would wait for this process's next one.
+// When the lane was released instead (to is ""), their waiters are told
+// to look: the lane is free to claim.
 func (l *laneState) forwardPending(to string) {
 	l.mu.Lock()
 	regs := l.pending
 	l.pending = nil
 	l.mu.Unlock()
 	for _, r := range regs {
-		if r.ID != to {
+		switch {
+		case to == "":
+			l.e.bell.ringGrant(r.ID)
+		case r.ID != to:
 			l.e.bell.ringWaiting(to, r)
 		}
 	}
@@ -896,7 +937,7 @@ var transientCodes = map[sqlite3.ErrNo]bool{sqlite3.ErrIoErr: true, sqlite3.ErrF
 
 func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 	var g *grant
-	err := l.e.immediateOp(cctx, "dequeue", func(c *sql.Conn) error {
+	err := l.e.immediateOp(cctx, "dequeue", func(cctx context.Context, c *sql.Conn) error {
 		if _, err := c.ExecContext(cctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, l.e.holderID); err != nil {
 			return err
 		}
@@ -952,7 +993,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rang string
-	err := l.e.immediateOp(ctx, "handoff", func(c *sql.Conn) error {
+	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
 		if err := l.flushPending(ctx, c); err != nil {
 			return err
 		}
@@ -983,6 +1024,8 @@ func (l *laneState) handOff(g *grant, why string) {
 	})
 	if rang != "" {
 		l.e.bell.ringGrant(rang)
+	}
+	if err == nil {
 		l.forwardPending(rang)
 	}
 	switch {

@@ -137,7 +137,7 @@ func (e *Engine) bootstrap(ctx context.Context) error {
 	if s.leases && !s.index {
 		return e.errf("open", "", "", ErrIndexMissing, "drop detected; recreate it with: "+ddlLeasesIndex)
 	}
-	return e.immediateOp(ctx, "bootstrap", func(c *sql.Conn) error {
+	return e.immediateOp(ctx, "bootstrap", func(ctx context.Context, c *sql.Conn) error {
 		s, err := readSchema(ctx, c)
 		if err != nil {
 			return err

@@ -106,7 +106,7 @@ func (e *Engine) beat() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.opts.TTL/3)
-		err := e.immediateOp(ctx, "heartbeat", func(c *sql.Conn) error {
+		err := e.immediateOp(ctx, "heartbeat", func(ctx context.Context, c *sql.Conn) error {
 			res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET heartbeat_at = ?, reentrancy_depth = ?
 				WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, e.nowMS(), depth, g.id, e.holderID, g.epoch)
 			if err != nil {

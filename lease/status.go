@@ -134,7 +134,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 	}
 	var out *HolderStatus
 	var ring string
-	err := e.immediateOp(ctx, "break", func(c *sql.Conn) error {
+	err := e.immediateOp(ctx, "break", func(ctx context.Context, c *sql.Conn) error {
 		r, err := readActive(ctx, c, scope, lane)
 		if err != nil || r == nil {
 			return err
