@@ -50,15 +50,17 @@ type doorbell struct {
 	onWait func(registration)
 }
 
-// registration is what a waiter sends the holder of its lane before it
-// can write its own queue row (the holder's transaction keeps SQLite's
-// write lock): the holder writes the row for it in its next lease
-// transaction, so the waiter's place in line (Arrival) is respected even
-// while it cannot touch the table.
+// registration is what a waiter sends the holder of its lane instead of
+// writing its own queue row (which would compete with the holder for
+// SQLite's write lock): the holder orders it with the queue rows in the
+// transaction that hands the lane over, and passes the registrations it
+// did not serve on to the new holder, so the waiter's place in line
+// (Arrival) is respected without the waiter touching the table.
 type registration struct {
 	Scope, Lane, ID, Start       string
 	PID, Slot, Priority, Arrival int64
 	TTL                          int64
+	Enqueued                     int64 // when the waiter arrived, ms since the Unix epoch (aging)
 }
 
 // bellAddr is the abstract socket address of holder id's engine on the file

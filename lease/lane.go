@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -296,11 +297,14 @@ type row struct {
 	h                         holder
 }
 
+// queued is a waiter: a _writer_queue row, or a registration the holder
+// received that has no row (ticket 0, row false).
 type queued struct {
 	ticket, priority, enqueued, ttl int64
 	arrival                         int64 // 0 when the row has none
 	h                               holder
 	foreign                         bool // written by another implementation (no holder_pid)
+	row                             bool // has a _writer_queue row
 }
 
 const activeSQL = `SELECT id, holder_id, holder_pid, epoch, heartbeat_at, ttl_ms, coalesce(holder_start, ''), coalesce(holder_slot, 0),
@@ -356,6 +360,7 @@ func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, er
 		if err := rows.Scan(&w.ticket, &w.h.ID, &w.priority, &w.enqueued, &w.foreign, &w.h.PID, &w.h.Start, &w.h.Slot, &w.ttl, &w.arrival); err != nil {
 			return nil, fmt.Errorf("%w: unreadable _writer_queue row: %v", ErrUntrusted, err)
 		}
+		w.row = true
 		out = append(out, w)
 	}
 	return out, rows.Err()
@@ -384,13 +389,21 @@ func order(ws []queued, nowMS int64) {
 	})
 }
 
-// head returns the first live waiter in grant order, deleting the queue
-// rows of dead waiters on the way. Rows of another implementation's waiters
-// are skipped: those poll and race for a free row by themselves.
-func (l *laneState) head(ctx context.Context, c *sql.Conn) (*queued, error) {
+// head returns the first live waiter in grant order among the queue rows
+// and the registrations regs (waiters that told this process they wait; a
+// waiter with a row is taken from its row), deleting the queue rows of
+// dead waiters on the way. Rows of another implementation's waiters are
+// skipped: those poll and race for a free row by themselves.
+func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) (*queued, error) {
 	ws, err := readQueue(ctx, c, l.scope, l.lane)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range regs {
+		if !slices.ContainsFunc(ws, func(w queued) bool { return w.h.ID == r.ID }) {
+			ws = append(ws, queued{priority: r.Priority, enqueued: r.Enqueued, ttl: r.TTL, arrival: r.Arrival,
+				h: holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}})
+		}
 	}
 	order(ws, l.e.nowMS())
 	for i := range ws {
@@ -405,8 +418,10 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn) (*queued, error) {
 			// Dead, or alive but no longer waiting (it gave up): never
 			// grant to it, or the lane would sit with a holder that does
 			// not know it holds it.
-			if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, w.ticket); err != nil {
-				return nil, err
+			if w.row {
+				if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, w.ticket); err != nil {
+					return nil, err
+				}
 			}
 			l.e.stats.DeadWaiters.Add(1)
 			continue
@@ -417,13 +432,14 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn) (*queued, error) {
 }
 
 // grantTo makes h (a waiter, possibly this process) the holder of the lane
-// with the next epoch, and removes its queue rows; the caller is inside
+// with the next epoch, and removes its queue rows (dequeue: it may have
+// some); the caller is inside
 // BEGIN IMMEDIATE. When prev is the active row being handed over or
 // reclaimed, that row is rewritten in place, guarded by its holder and
 // epoch (errLostRow if it changed); otherwise the newest released row is
 // reused, or a row inserted. Either way one row per lane carries the
 // high-water epoch, so epochs never go back and the table does not grow.
-func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, prev *row) (*grant, error) {
+func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, prev *row, dequeue bool) (*grant, error) {
 	now := l.e.nowMS()
 	if ttl <= 0 {
 		ttl = l.e.opts.TTL.Milliseconds()
@@ -466,8 +482,10 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	if g.epoch <= 0 || g.epoch >= 1<<62 {
 		return nil, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, g.epoch)
 	}
-	if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
-		return nil, err
+	if dequeue {
+		if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
+			return nil, err
+		}
 	}
 	g.at = time.Now()
 	return &g, nil
@@ -542,17 +560,17 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 		}
 		if free {
 			// The order is decided here, in the same transaction as the grant.
-			hd, err := l.head(bg, c)
+			hd, err := l.head(bg, c, nil)
 			if err != nil {
 				return err
 			}
 			if hd == nil || hd.h.ID == me.ID {
 				l.e.stats.Claims.Add(1)
-				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), prev)
+				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), prev, true)
 				return err
 			}
 			// Someone else is first in line: give it the lane now.
-			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, prev); err != nil {
+			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, prev, true); err != nil {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
@@ -592,19 +610,20 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	l.lockWant()
 	me := l.me()
 	l.reg = registration{Scope: l.scope, Lane: l.lane, ID: me.ID, Start: me.Start, PID: me.PID, Slot: me.Slot,
-		Priority: int64(opts.Priority), Arrival: arrival, TTL: l.e.opts.TTL.Milliseconds()}
+		Priority: int64(opts.Priority), Arrival: arrival, TTL: l.e.opts.TTL.Milliseconds(), Enqueued: l.e.nowMS()}
 	// When a live holder got the registration, the first claim
-	// transaction is skipped: the holder writes the queue row in the
-	// transaction that hands the lane over, so the waiter does not compete
-	// with the holder (or the next holder) for SQLite's write lock. It
-	// writes its own row only when the lane falls free, its holder dies, or
+	// transaction is skipped: the holder orders the registration in the
+	// transaction that hands the lane over (and passes it on to the next
+	// holder if it is not served yet), so the waiter does not compete with
+	// the holder (or the next holder) for SQLite's write lock. It writes
+	// its own queue row only when the lane falls free, its holder dies, or
 	// after SelfEnqueueAfter (so that Status shows it).
 	skip := l.ringHolder(ctx)
 	selfEnqueue := time.Now().Add(SelfEnqueueAfter)
 	// A claim transaction is tried once at a time: while SQLite's write
 	// lock is taken (the holder's own transaction), the waiter waits for
-	// the doorbell like any queued waiter — the holder writes its queue
-	// row from its registration and may hand it the lane meanwhile — and
+	// the doorbell like any queued waiter — the holder knows its
+	// registration and may hand it the lane meanwhile — and
 	// tries again after a capped back-off.
 	bo := backoff{min: 20 * time.Microsecond, max: time.Millisecond}
 	for {
@@ -715,8 +734,8 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 }
 
 // SelfEnqueueAfter is how long a waiter whose registration reached the
-// holder relies on the holder to write its queue row before it writes the
-// row itself.
+// holder relies on the registration alone before it also writes its own
+// queue row (which Status and other implementations see).
 const SelfEnqueueAfter = 100 * time.Millisecond
 
 // ringHolder tells the lane's holder (or, when the lane is free, its last
@@ -757,20 +776,48 @@ func (e *Engine) registered(r registration) {
 	if l.pending == nil {
 		l.pending = map[string]registration{}
 	}
-	l.pending[r.ID] = r
+	// A forwarded registration may arrive after a newer one of the same
+	// waiter (arrival tickets only grow): keep the newer.
+	if old, ok := l.pending[r.ID]; !ok || old.Arrival <= r.Arrival {
+		l.pending[r.ID] = r
+	}
 	l.mu.Unlock()
 }
 
-// flushPending writes the queue rows of live waiters that registered with
-// this process and have none yet; the caller is inside BEGIN IMMEDIATE.
-func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
+// takePending removes and returns the registrations this process holds.
+func (l *laneState) takePending() []registration {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	regs := make([]registration, 0, len(l.pending))
 	for _, r := range l.pending {
 		regs = append(regs, r)
 	}
 	l.pending = nil
-	l.mu.Unlock()
+	return regs
+}
+
+// restorePending puts regs back among the registrations this process
+// holds, unless a newer registration of the same waiter arrived.
+func (l *laneState) restorePending(regs []registration) {
+	if len(regs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending == nil {
+		l.pending = map[string]registration{}
+	}
+	for _, r := range regs {
+		if _, ok := l.pending[r.ID]; !ok {
+			l.pending[r.ID] = r
+		}
+	}
+}
+
+// flushPending writes the queue rows of live waiters that registered with
+// this process and have none yet; the caller is inside BEGIN IMMEDIATE.
+func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
+	regs := l.takePending()
 	now := l.e.nowMS()
 	for _, r := range regs {
 		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
@@ -784,21 +831,24 @@ func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
 	return nil
 }
 
-// forwardPending passes registrations that arrived after this process's
-// hand-off began on to the new holder, which writes them at its next lease
-// transaction; otherwise they would wait for this process's next one.
-// When the lane was released instead (to is ""), their waiters are told
-// to look: the lane is free to claim.
+// forwardPending passes the registrations this process holds (those its
+// hand-off did not serve, and those that arrived meanwhile) on to the new
+// holder to, which orders them at its own hand-off; otherwise they would
+// wait for this process's next one. When the lane was released instead
+// (to is ""), their waiters are told to look: the lane is free to claim.
 func (l *laneState) forwardPending(to string) {
 	l.mu.Lock()
 	regs := l.pending
 	l.pending = nil
 	l.mu.Unlock()
 	for _, r := range regs {
+		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
 		switch {
+		case r.ID == to || !l.stillWaiting(h) || !l.e.probe(h).alive:
+			// Served, gave up, or gone.
 		case to == "":
 			l.e.bell.ringGrant(r.ID)
-		case r.ID != to:
+		default:
 			l.e.bell.ringWaiting(to, r)
 		}
 	}
@@ -993,17 +1043,18 @@ func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rang string
+	// The registrations this process holds take part in the order without
+	// being written: the ones not served now are passed on to the new
+	// holder after the commit (see forwardPending).
+	regs := l.takePending()
 	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
-		if err := l.flushPending(ctx, c); err != nil {
-			return err
-		}
-		hd, err := l.head(ctx, c)
+		hd, err := l.head(ctx, c, regs)
 		if err != nil {
 			return err
 		}
 		if hd != nil && hd.h.ID != l.e.holderID {
 			me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
-			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, me); err != nil {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, me, hd.row); err != nil {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
@@ -1025,6 +1076,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	if rang != "" {
 		l.e.bell.ringGrant(rang)
 	}
+	l.restorePending(regs)
 	if err == nil {
 		l.forwardPending(rang)
 	}

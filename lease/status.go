@@ -149,12 +149,12 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		// Hand the lane to the first live waiter, as a release would, or
 		// free it; either way the old (holder, epoch) is no longer active.
 		l := e.lane(scope, lane)
-		hd, err := l.head(ctx, c)
+		hd, err := l.head(ctx, c, nil)
 		if err != nil {
 			return err
 		}
 		if hd != nil {
-			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, r); err != nil {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, r, true); err != nil {
 				return err
 			}
 			ring = hd.h.ID
