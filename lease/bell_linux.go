@@ -181,6 +181,10 @@ func (b *doorbell) send(id string, msg []byte) bool {
 // watched reports whether targeted rings reach this process.
 func (b *doorbell) watched() bool { return b.sock != nil }
 
+// exitsWatched reports whether inotify reports other processes' exits
+// (closes of the sidecar) to this process.
+func (b *doorbell) exitsWatched() bool { return b.ino != nil }
+
 func (b *doorbell) close() {
 	if b.sock != nil {
 		b.sock.Close()

@@ -65,6 +65,7 @@ type laneState struct {
 	memEpoch     int64
 	wantLocked   bool
 	rung         string // the holder the claim in progress told it waits
+	registered   bool   // and that holder's engine received the registration
 	reg          registration
 	pending      map[string]registration // waiters that told us they wait, by holder id
 	lastWaitInfo string                  // the holder that kept the lane, for errors; guarded by mu
@@ -592,6 +593,14 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 // when the doorbell stays silent.
 const FallbackPoll = 5 * time.Millisecond
 
+// RegisteredPoll replaces FallbackPoll while the lane's live holder has
+// this waiter's registration and the kernel reports exits (inotify): the
+// holder (or the holder it passes the registration on to) rings when it
+// grants or frees the lane, and a crashed holder's exit rings too, so the
+// fallback only covers what neither reports (a Break from another
+// process, say). Polling less leaves the CPU to the holder.
+const RegisteredPoll = 50 * time.Millisecond
+
 // claim acquires the row across processes: one claim transaction, then a
 // cheap read of the active row each time the doorbell rings (or every
 // FallbackPoll) until the row is handed to us, falls free, or its holder is
@@ -654,7 +663,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 		}
 		if holderID != "" && holderID != l.rung {
 			l.rung = holderID
-			l.e.bell.ringWaiting(holderID, l.reg) // a lingering holder hands over at once
+			l.registered = l.e.bell.ringWaiting(holderID, l.reg) // a lingering holder hands over at once
 		}
 		g, retry, err := l.await(ctx, bound, fallback, retryIn)
 		if g != nil || !retry {
@@ -711,10 +720,10 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 				if r.h.ID != l.rung {
 					// A new holder: tell it someone waits, in case it lingers.
 					l.rung = r.h.ID
-					l.e.bell.ringWaiting(r.h.ID, l.reg)
+					l.registered = l.e.bell.ringWaiting(r.h.ID, l.reg)
 				}
 			}
-			fallback.Reset(FallbackPoll)
+			fallback.Reset(l.pollPeriod())
 		}
 		select {
 		case <-bell:
@@ -758,9 +767,17 @@ func (l *laneState) ringHolder(ctx context.Context) bool {
 		return false
 	}
 	l.rung = r.h.ID
-	delivered := l.e.bell.ringWaiting(r.h.ID, l.reg)
+	l.registered = l.e.bell.ringWaiting(r.h.ID, l.reg)
 	dead, _ := l.reclaimable(r)
-	return delivered && !dead
+	return l.registered && !dead
+}
+
+// pollPeriod is how long the waiter's fallback period is now.
+func (l *laneState) pollPeriod() time.Duration {
+	if l.registered && l.e.bell.exitsWatched() {
+		return RegisteredPoll
+	}
+	return FallbackPoll
 }
 
 // registered records a waiter's registration (see registration).
@@ -902,7 +919,7 @@ func (l *laneState) lockWant() {
 }
 
 func (l *laneState) unlockWant() {
-	l.rung = ""
+	l.rung, l.registered = "", false
 	if l.wantLocked {
 		l.e.side.setLock(l.wantByte(l.me().Slot), false)
 		l.wantLocked = false
