@@ -98,20 +98,35 @@ func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait
 
 func (b *doorbell) recv() {
 	defer b.wg.Done()
-	buf := make([]byte, 4096)
+	buf := make([]byte, 1<<16)
 	for {
 		n, _, err := b.sock.ReadFromUnix(buf)
 		if err != nil {
 			return
 		}
-		switch {
-		case n > 0 && buf[0] == 'G':
-			b.granted.Add(1)
-		case n > 1 && buf[0] == 'W' && b.onWait != nil:
-			var r registration
-			if json.Unmarshal(buf[1:n], &r) == nil && r.ID != "" {
-				b.onWait(r)
+		if n == 0 || (buf[0] != 'G' && buf[0] != 'W') {
+			continue
+		}
+		// The registrations it carries are recorded before a grant is
+		// counted, so the new holder knows who waits when it looks.
+		if n > 1 && b.onWait != nil {
+			var regs []registration
+			if buf[1] == '[' {
+				json.Unmarshal(buf[1:n], &regs)
+			} else {
+				var r registration
+				if json.Unmarshal(buf[1:n], &r) == nil {
+					regs = append(regs, r)
+				}
 			}
+			for _, r := range regs {
+				if r.ID != "" {
+					b.onWait(r)
+				}
+			}
+		}
+		if buf[0] == 'G' {
+			b.granted.Add(1)
 		}
 		b.wake()
 	}
@@ -156,8 +171,28 @@ func (b *doorbell) wake() {
 	b.mu.Unlock()
 }
 
-// ringGrant tells holder id's engine that a lane was handed to it.
-func (b *doorbell) ringGrant(id string) { b.send(id, []byte{'G'}) }
+// regsPerDatagram bounds the registrations one datagram carries (about
+// 200 bytes each; recv reads up to 64 KiB).
+const regsPerDatagram = 64
+
+// ringGrant tells holder id's engine that a lane was handed to it, and
+// passes it regs, the registrations of the lane's other waiters. A
+// datagram carries at most regsPerDatagram of them; the grant comes last.
+func (b *doorbell) ringGrant(id string, regs []registration) {
+	for len(regs) > regsPerDatagram {
+		if msg, err := json.Marshal(regs[:regsPerDatagram]); err == nil {
+			b.send(id, append([]byte{'W'}, msg...))
+		}
+		regs = regs[regsPerDatagram:]
+	}
+	msg := []byte{'G'}
+	if len(regs) > 0 {
+		if m, err := json.Marshal(regs); err == nil {
+			msg = append(msg, m...)
+		}
+	}
+	b.send(id, msg)
+}
 
 // ringWaiting tells holder id's engine that the waiter reg waits. It
 // reports whether the registration reached that engine's socket.

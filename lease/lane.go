@@ -393,12 +393,13 @@ func order(ws []queued, nowMS int64) {
 // head returns the first live waiter in grant order among the queue rows
 // and the registrations regs (waiters that told this process they wait; a
 // waiter with a row is taken from its row), deleting the queue rows of
-// dead waiters on the way. Rows of another implementation's waiters are
+// dead waiters on the way (gone lists the ids of the dead or no longer
+// waiting ones it met). Rows of another implementation's waiters are
 // skipped: those poll and race for a free row by themselves.
-func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) (*queued, error) {
+func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) (hd *queued, gone []string, err error) {
 	ws, err := readQueue(ctx, c, l.scope, l.lane)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, r := range regs {
 		if !slices.ContainsFunc(ws, func(w queued) bool { return w.h.ID == r.ID }) {
@@ -413,7 +414,7 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 			continue
 		}
 		if w.h.ID == l.e.holderID {
-			return w, nil
+			return w, gone, nil
 		}
 		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h) {
 			// Dead, or alive but no longer waiting (it gave up): never
@@ -421,15 +422,16 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 			// not know it holds it.
 			if w.row {
 				if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, w.ticket); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
+			gone = append(gone, w.h.ID)
 			l.e.stats.DeadWaiters.Add(1)
 			continue
 		}
-		return w, nil
+		return w, gone, nil
 	}
-	return nil, nil
+	return nil, gone, nil
 }
 
 // grantTo makes h (a waiter, possibly this process) the holder of the lane
@@ -526,7 +528,7 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 	var rang string
 	defer func() {
 		if rang != "" {
-			l.e.bell.ringGrant(rang)
+			l.e.bell.ringGrant(rang, nil)
 		}
 	}()
 	err = l.e.tryImmediate(ctx, "claim", func(bg context.Context, c *sql.Conn) error {
@@ -561,7 +563,7 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 		}
 		if free {
 			// The order is decided here, in the same transaction as the grant.
-			hd, err := l.head(bg, c, nil)
+			hd, _, err := l.head(bg, c, nil)
 			if err != nil {
 				return err
 			}
@@ -864,7 +866,7 @@ func (l *laneState) forwardPending(to string) {
 		case r.ID == to || !l.stillWaiting(h) || !l.e.probe(h).alive:
 			// Served, gave up, or gone.
 		case to == "":
-			l.e.bell.ringGrant(r.ID)
+			l.e.bell.ringGrant(r.ID, nil)
 		default:
 			l.e.bell.ringWaiting(to, r)
 		}
@@ -1060,12 +1062,15 @@ func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rang string
+	var gone []string
 	// The registrations this process holds take part in the order without
-	// being written: the ones not served now are passed on to the new
-	// holder after the commit (see forwardPending).
+	// being written: the ones not served now travel with the grant to the
+	// new holder.
 	regs := l.takePending()
 	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
-		hd, err := l.head(ctx, c, regs)
+		var hd *queued
+		var err error
+		hd, gone, err = l.head(ctx, c, regs)
 		if err != nil {
 			return err
 		}
@@ -1090,12 +1095,16 @@ func (l *laneState) handOff(g *grant, why string) {
 		g.given.Store(true)
 		return nil
 	})
-	if rang != "" {
-		l.e.bell.ringGrant(rang)
-	}
-	l.restorePending(regs)
-	if err == nil {
-		l.forwardPending(rang)
+	switch {
+	case err != nil:
+		l.restorePending(regs)
+	case rang != "":
+		rest := slices.DeleteFunc(regs, func(r registration) bool { return r.ID == rang || slices.Contains(gone, r.ID) })
+		l.e.bell.ringGrant(rang, rest)
+		l.forwardPending(rang) // registrations that arrived meanwhile
+	default:
+		l.restorePending(regs)
+		l.forwardPending("")
 	}
 	switch {
 	case err == errLostRow:

@@ -420,3 +420,44 @@ func TestReplacedFileIsRefusedWhileLingering(t *testing.T) {
 		return true
 	})
 }
+
+// TestOrderTravelsWithTheGrant: waiters that told the holder they wait
+// (registrations, which they send instead of writing queue rows) are served
+// in priority-then-arrival order across several hand-offs, each holder
+// passing the registrations it did not serve on to the next.
+func TestOrderTravelsWithTheGrant(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fencedWrite(context.Background(), rawDB(t, path), h, "first"); err != nil {
+		t.Fatal(err)
+	}
+	l := e.lane("s", "l")
+	registered := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.pending)
+	}
+	var kids []*child
+	for i, x := range []struct {
+		name string
+		prio int
+	}{{"a100", 100}, {"b50", 50}, {"c100", 100}, {"d50", 50}} {
+		kids = append(kids, startChild(t, "wait", path, "CLEOLEASE_NAME="+x.name, "CLEOLEASE_PRIO="+strconv.Itoa(x.prio)))
+		eventually(t, "waiter "+x.name+" to register", func() bool { return registered() == i+1 })
+	}
+	h.Release()
+	for _, c := range kids {
+		c.expect("granted")
+	}
+	var got string
+	if err := rawDB(t, path).QueryRow(`SELECT group_concat(who, ',') FROM (SELECT who FROM grants ORDER BY id)`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "first,b50,d50,a100,c100"; got != want {
+		t.Fatalf("grant order %s, want %s", got, want)
+	}
+}

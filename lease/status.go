@@ -149,7 +149,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		// Hand the lane to the first live waiter, as a release would, or
 		// free it; either way the old (holder, epoch) is no longer active.
 		l := e.lane(scope, lane)
-		hd, err := l.head(ctx, c, nil)
+		hd, _, err := l.head(ctx, c, nil)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		return out, err
 	}
 	if ring != "" {
-		e.bell.ringGrant(ring)
+		e.bell.ringGrant(ring, nil)
 	}
 	if out != nil {
 		e.stats.Breaks.Add(1)
