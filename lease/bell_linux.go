@@ -46,8 +46,9 @@ type doorbell struct {
 	granted   atomic.Int64 // "granted" datagrams received
 	closes    atomic.Int64 // closes of the sidecar (a process exited)
 
-	// onWait receives the registrations of waiters (set by the engine).
-	onWait func(registration)
+	// onWait receives the registrations of waiters (set by the engine);
+	// withGrant when they came with a grant to this process.
+	onWait func(r registration, withGrant bool)
 }
 
 // registration is what a waiter sends the holder of its lane instead of
@@ -69,7 +70,7 @@ func bellAddr(id string, dev, ino uint64) *net.UnixAddr {
 	return &net.UnixAddr{Net: "unixgram", Name: fmt.Sprintf("@cleolease/%s/%d:%d", id, dev, ino)}
 }
 
-func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration)) *doorbell {
+func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration, bool)) *doorbell {
 	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino, onWait: onWait}
 	if side == nil {
 		return b
@@ -121,7 +122,7 @@ func (b *doorbell) recv() {
 			}
 			for _, r := range regs {
 				if r.ID != "" {
-					b.onWait(r)
+					b.onWait(r, buf[0] == 'G')
 				}
 			}
 		}

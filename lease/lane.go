@@ -66,6 +66,7 @@ type laneState struct {
 	wantLocked   bool
 	rung         string // the holder the claim in progress told it waits
 	registered   bool   // and that holder's engine received the registration
+	seenGrants   int64  // the doorbell's grant count at the claim's last look
 	reg          registration
 	pending      map[string]registration // waiters that told us they wait, by holder id
 	lastWaitInfo string                  // the holder that kept the lane, for errors; guarded by mu
@@ -629,6 +630,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	// the holder (or the next holder) for SQLite's write lock. It writes
 	// its own queue row only when the lane falls free, its holder dies, or
 	// after SelfEnqueueAfter (so that Status shows it).
+	l.seenGrants = l.e.bell.granted.Load() // a ring from now on makes await look
 	skip := l.ringHolder(ctx)
 	selfEnqueue := time.Now().Add(SelfEnqueueAfter)
 	// A claim transaction is tried once at a time: while SQLite's write
@@ -680,7 +682,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 // It reads the active row only when the doorbell names us, a process
 // exited, or the fallback period passed.
 func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback *time.Timer, retryIn time.Duration) (g *grant, retry bool, err error) {
-	look := true
+	look, nudged := true, false
 	var again <-chan time.Time
 	if retryIn > 0 {
 		t := time.NewTimer(retryIn)
@@ -690,6 +692,13 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 	for {
 		bell := l.e.bell.wait()
 		closes, granted := l.e.bell.closes.Load(), l.e.bell.granted.Load()
+		if granted != l.seenGrants {
+			// Rung since the last look (perhaps before this wait began):
+			// a grant, or a process that had our registration and did
+			// not hold the lane.
+			look, nudged = true, true
+		}
+		l.seenGrants = granted
 		if look {
 			var r *row
 			err := l.e.fault("look")
@@ -719,8 +728,9 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 				if ok, _ := l.reclaimable(r); ok {
 					return nil, true, nil
 				}
-				if r.h.ID != l.rung {
-					// A new holder: tell it someone waits, in case it lingers.
+				if r.h.ID != l.rung || nudged {
+					// A new holder, or one that was not holding yet when
+					// our registration reached it: tell it someone waits.
 					l.rung = r.h.ID
 					l.registered = l.e.bell.ringWaiting(r.h.ID, l.reg)
 				}
@@ -729,9 +739,10 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 		}
 		select {
 		case <-bell:
-			look = !l.e.bell.watched() || l.e.bell.granted.Load() != granted || l.e.bell.closes.Load() != closes
+			nudged = l.e.bell.granted.Load() != granted
+			look = !l.e.bell.watched() || nudged || l.e.bell.closes.Load() != closes
 		case <-fallback.C:
-			look = true
+			look, nudged = true, false
 		case <-again:
 			return nil, true, nil
 		case <-ctx.Done():
@@ -782,8 +793,10 @@ func (l *laneState) pollPeriod() time.Duration {
 	return FallbackPoll
 }
 
-// registered records a waiter's registration (see registration).
-func (e *Engine) registered(r registration) {
+// registered records a waiter's registration (see registration) while
+// this process holds the lane, or when it came with a grant to this
+// process (withGrant); otherwise it tells the waiter to look again.
+func (e *Engine) registered(r registration, withGrant bool) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
@@ -792,6 +805,14 @@ func (e *Engine) registered(r registration) {
 	}
 	l := e.lane(r.Scope, r.Lane)
 	l.mu.Lock()
+	if l.row == nil && !withGrant {
+		// This process does not hold the lane (it handed it on or
+		// released it, or has not taken it yet): the waiter is told to
+		// look, and registers with the holder it finds.
+		l.mu.Unlock()
+		e.bell.ringGrant(r.ID, nil)
+		return
+	}
 	if l.pending == nil {
 		l.pending = map[string]registration{}
 	}
@@ -1095,7 +1116,19 @@ func (l *laneState) handOff(g *grant, why string) {
 		g.given.Store(true)
 		return nil
 	})
+	if err == nil {
+		// From now on a registration reaching this process sends its
+		// waiter to the new holder (see registered).
+		l.mu.Lock()
+		if l.row == g {
+			l.row = nil
+		}
+		l.mu.Unlock()
+	}
 	switch {
+	case err == errLostRow || errors.Is(err, ErrFileChanged):
+		l.restorePending(regs)
+		l.forwardPending("") // someone else has the lane: its waiters look
 	case err != nil:
 		l.restorePending(regs)
 	case rang != "":
