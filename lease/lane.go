@@ -402,12 +402,25 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 	if err != nil {
 		return nil, nil, err
 	}
+	hd, gone, err = l.first(ctx, c, withRegistrations(ws, regs))
+	l.e.stats.DeadWaiters.Add(int64(len(gone)))
+	return hd, gone, err
+}
+
+// withRegistrations adds to the queue rows ws the registrations of waiters
+// that have none.
+func withRegistrations(ws []queued, regs []registration) []queued {
 	for _, r := range regs {
 		if !slices.ContainsFunc(ws, func(w queued) bool { return w.h.ID == r.ID }) {
 			ws = append(ws, queued{priority: r.Priority, enqueued: r.Enqueued, ttl: r.TTL, arrival: r.Arrival,
 				h: holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}})
 		}
 	}
+	return ws
+}
+
+// first is head for the waiters ws; c may be nil when none has a row.
+func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *queued, gone []string, err error) {
 	order(ws, l.e.nowMS())
 	for i := range ws {
 		w := &ws[i]
@@ -421,13 +434,12 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 			// Dead, or alive but no longer waiting (it gave up): never
 			// grant to it, or the lane would sit with a holder that does
 			// not know it holds it.
-			if w.row {
+			if w.row && c != nil {
 				if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, w.ticket); err != nil {
 					return nil, nil, err
 				}
 			}
 			gone = append(gone, w.h.ID)
-			l.e.stats.DeadWaiters.Add(1)
 			continue
 		}
 		return w, gone, nil
@@ -435,15 +447,26 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 	return nil, gone, nil
 }
 
+// grantArgs says how grantTo makes a waiter the holder.
+type grantArgs struct {
+	// prev is the active row being handed over or reclaimed, rewritten in
+	// place; nil reuses the newest released row, or inserts one.
+	prev *row
+	// dequeue removes the waiter's queue rows (it may have some).
+	dequeue bool
+	// ifQueueEmpty grants only if the lane's queue has no row (with prev
+	// only; errLostRow otherwise, as when prev changed).
+	ifQueueEmpty bool
+}
+
 // grantTo makes h (a waiter, possibly this process) the holder of the lane
-// with the next epoch, and removes its queue rows (dequeue: it may have
-// some); the caller is inside
-// BEGIN IMMEDIATE. When prev is the active row being handed over or
-// reclaimed, that row is rewritten in place, guarded by its holder and
-// epoch (errLostRow if it changed); otherwise the newest released row is
-// reused, or a row inserted. Either way one row per lane carries the
-// high-water epoch, so epochs never go back and the table does not grow.
-func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, prev *row, dequeue bool) (*grant, error) {
+// with the next epoch; the caller is inside BEGIN IMMEDIATE. When a.prev
+// is set, that row is rewritten in place, guarded by its holder and epoch
+// (errLostRow if it changed); otherwise the newest released row is reused,
+// or a row inserted. Either way one row per lane carries the high-water
+// epoch, so epochs never go back and the table does not grow.
+func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, a grantArgs) (*grant, error) {
+	prev := a.prev
 	now := l.e.nowMS()
 	if ttl <= 0 {
 		ttl = l.e.opts.TTL.Milliseconds()
@@ -462,8 +485,12 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	var g grant
 	var err error
 	if prev != nil {
+		guard := ""
+		if a.ifQueueEmpty {
+			guard = ` AND NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2)`
+		}
 		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+set+`
-			WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1 RETURNING id, epoch`,
+			WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1`+guard+` RETURNING id, epoch`,
 			append(args, prev.id, prev.h.ID, prev.epoch)...).Scan(&g.id, &g.epoch)
 		if err == sql.ErrNoRows {
 			return nil, errLostRow
@@ -486,7 +513,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	if g.epoch <= 0 || g.epoch >= 1<<62 {
 		return nil, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, g.epoch)
 	}
-	if dequeue {
+	if a.dequeue {
 		if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
 			return nil, err
 		}
@@ -570,11 +597,11 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 			}
 			if hd == nil || hd.h.ID == me.ID {
 				l.e.stats.Claims.Add(1)
-				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), prev, true)
+				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), grantArgs{prev: prev, dequeue: true})
 				return err
 			}
 			// Someone else is first in line: give it the lane now.
-			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, prev, true); err != nil {
+			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, grantArgs{prev: prev, dequeue: true}); err != nil {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)
@@ -1088,7 +1115,26 @@ func (l *laneState) handOff(g *grant, why string) {
 	// being written: the ones not served now travel with the grant to the
 	// new holder.
 	regs := l.takePending()
+	// The first live waiter among the registrations is found before the
+	// transaction; inside it, one guarded statement grants it the lane if
+	// no queue row could come first (the common case: waiters that
+	// registered write no row). Otherwise the queue is read and ordered.
+	cand, gone0, _ := l.first(ctx, nil, withRegistrations(nil, regs))
+	me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
 	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
+		if cand != nil {
+			_, err := l.grantTo(ctx, c, cand.h, cand.ttl, grantArgs{prev: me, ifQueueEmpty: true})
+			if err == nil {
+				l.e.stats.Handoffs.Add(1)
+				l.e.stats.DeadWaiters.Add(int64(len(gone0)))
+				rang, gone = cand.h.ID, gone0
+				g.given.Store(true)
+				return nil
+			}
+			if err != errLostRow {
+				return err
+			}
+		}
 		var hd *queued
 		var err error
 		hd, gone, err = l.head(ctx, c, regs)
@@ -1096,8 +1142,7 @@ func (l *laneState) handOff(g *grant, why string) {
 			return err
 		}
 		if hd != nil && hd.h.ID != l.e.holderID {
-			me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
-			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, me, hd.row); err != nil {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, grantArgs{prev: me, dequeue: hd.row}); err != nil {
 				return err
 			}
 			l.e.stats.Handoffs.Add(1)

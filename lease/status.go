@@ -154,7 +154,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 			return err
 		}
 		if hd != nil {
-			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, r, true); err != nil {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, grantArgs{prev: r, dequeue: true}); err != nil {
 				return err
 			}
 			ring = hd.h.ID
