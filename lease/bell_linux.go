@@ -49,6 +49,9 @@ type doorbell struct {
 	// onWait receives the registrations of waiters (set by the engine);
 	// withGrant when they came with a grant to this process.
 	onWait func(r registration, withGrant bool)
+	// onGrant learns that (scope, lane) was granted to this process
+	// (before the registrations that came with the grant).
+	onGrant func(scope, lane string)
 }
 
 // registration is what a waiter sends the holder of its lane instead of
@@ -62,6 +65,7 @@ type registration struct {
 	PID, Slot, Priority, Arrival int64
 	TTL                          int64
 	Enqueued                     int64 // when the waiter arrived, ms since the Unix epoch (aging)
+	Forwarded                    bool  `json:",omitempty"` // passed on once by a process that had handed the lane on
 }
 
 // bellAddr is the abstract socket address of holder id's engine on the file
@@ -70,8 +74,8 @@ func bellAddr(id string, dev, ino uint64) *net.UnixAddr {
 	return &net.UnixAddr{Net: "unixgram", Name: fmt.Sprintf("@cleolease/%s/%d:%d", id, dev, ino)}
 }
 
-func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration, bool)) *doorbell {
-	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino, onWait: onWait}
+func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration, bool), onGrant func(scope, lane string)) *doorbell {
+	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino, onWait: onWait, onGrant: onGrant}
 	if side == nil {
 		return b
 	}
@@ -110,20 +114,27 @@ func (b *doorbell) recv() {
 		}
 		// The registrations it carries are recorded before a grant is
 		// counted, so the new holder knows who waits when it looks.
-		if n > 1 && b.onWait != nil {
-			var regs []registration
-			if buf[1] == '[' {
-				json.Unmarshal(buf[1:n], &regs)
-			} else {
-				var r registration
-				if json.Unmarshal(buf[1:n], &r) == nil {
-					regs = append(regs, r)
+		var regs []registration
+		switch {
+		case n > 1 && buf[0] == 'G' && buf[1] == '{':
+			var g grantMsg
+			if json.Unmarshal(buf[1:n], &g) == nil {
+				if b.onGrant != nil {
+					b.onGrant(g.Scope, g.Lane)
 				}
+				regs = g.Regs
 			}
-			for _, r := range regs {
-				if r.ID != "" {
-					b.onWait(r, buf[0] == 'G')
-				}
+		case n > 1 && buf[1] == '[':
+			json.Unmarshal(buf[1:n], &regs)
+		case n > 1:
+			var r registration
+			if json.Unmarshal(buf[1:n], &r) == nil {
+				regs = append(regs, r)
+			}
+		}
+		for _, r := range regs {
+			if r.ID != "" && b.onWait != nil {
+				b.onWait(r, buf[0] == 'G')
 			}
 		}
 		if buf[0] == 'G' {
@@ -176,10 +187,17 @@ func (b *doorbell) wake() {
 // 200 bytes each; recv reads up to 64 KiB).
 const regsPerDatagram = 64
 
-// ringGrant tells holder id's engine that a lane was handed to it, and
-// passes it regs, the registrations of the lane's other waiters. A
+// grantMsg is what a "granted" datagram carries: the lane, and the
+// registrations of its other waiters.
+type grantMsg struct {
+	Scope, Lane string
+	Regs        []registration `json:",omitempty"`
+}
+
+// ringGrant tells holder id's engine that (scope, lane) was handed to it,
+// and passes it regs, the registrations of the lane's other waiters. A
 // datagram carries at most regsPerDatagram of them; the grant comes last.
-func (b *doorbell) ringGrant(id string, regs []registration) {
+func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
 	for len(regs) > regsPerDatagram {
 		if msg, err := json.Marshal(regs[:regsPerDatagram]); err == nil {
 			b.send(id, append([]byte{'W'}, msg...))
@@ -187,13 +205,15 @@ func (b *doorbell) ringGrant(id string, regs []registration) {
 		regs = regs[regsPerDatagram:]
 	}
 	msg := []byte{'G'}
-	if len(regs) > 0 {
-		if m, err := json.Marshal(regs); err == nil {
-			msg = append(msg, m...)
-		}
+	if m, err := json.Marshal(grantMsg{Scope: scope, Lane: lane, Regs: regs}); err == nil {
+		msg = append(msg, m...)
 	}
 	b.send(id, msg)
 }
+
+// ringLook tells waiter id's engine to look at its lanes again (the
+// process it registered with does not hold the lane).
+func (b *doorbell) ringLook(id string) { b.send(id, []byte{'G'}) }
 
 // ringWaiting tells holder id's engine that the waiter reg waits. It
 // reports whether the registration reached that engine's socket.

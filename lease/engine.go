@@ -194,7 +194,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if side != nil {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
-	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered)
+	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered, e.grantArrived)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)

@@ -66,6 +66,9 @@ type laneState struct {
 	wantLocked   bool
 	rung         string // the holder the claim in progress told it waits
 	registered   bool   // and that holder's engine received the registration
+	claiming     bool   // a claim is in progress; guarded by mu
+	incoming     bool   // a grant to that claim arrived; guarded by mu
+	passedTo     string // the holder this process last handed the lane to; guarded by mu
 	seenGrants   int64  // the doorbell's grant count at the claim's last look
 	reg          registration
 	pending      map[string]registration // waiters that told us they wait, by holder id
@@ -165,7 +168,10 @@ func (l *laneState) hasWaiters() bool {
 
 func (l *laneState) setRow(g *grant) {
 	l.mu.Lock()
-	l.row = g
+	l.row, l.incoming = g, false
+	if g != nil {
+		l.passedTo = ""
+	}
 	l.mu.Unlock()
 }
 
@@ -556,7 +562,7 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 	var rang string
 	defer func() {
 		if rang != "" {
-			l.e.bell.ringGrant(rang, nil)
+			l.e.bell.ringGrant(rang, l.scope, l.lane, nil)
 		}
 	}()
 	err = l.e.tryImmediate(ctx, "claim", func(bg context.Context, c *sql.Conn) error {
@@ -635,8 +641,19 @@ const RegisteredPoll = 50 * time.Millisecond
 // cheap read of the active row each time the doorbell rings (or every
 // FallbackPoll) until the row is handed to us, falls free, or its holder is
 // found dead.
-func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
+func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, err error) {
 	defer l.unlockWant()
+	l.mu.Lock()
+	l.claiming = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.claiming = false
+		if g == nil {
+			l.incoming = false
+		}
+		l.mu.Unlock()
+	}()
 	fallback := time.NewTimer(FallbackPoll)
 	defer fallback.Stop()
 	// Take a place in line and announce the wait before touching SQLite:
@@ -821,8 +838,10 @@ func (l *laneState) pollPeriod() time.Duration {
 }
 
 // registered records a waiter's registration (see registration) while
-// this process holds the lane, or when it came with a grant to this
-// process (withGrant); otherwise it tells the waiter to look again.
+// this process holds the lane or is being granted it, or when it came
+// with a grant to this process (withGrant); otherwise it passes it on to
+// the process it handed the lane to (once), or tells the waiter to look
+// again.
 func (e *Engine) registered(r registration, withGrant bool) {
 	e.mu.Lock()
 	closed := e.closed
@@ -832,12 +851,18 @@ func (e *Engine) registered(r registration, withGrant bool) {
 	}
 	l := e.lane(r.Scope, r.Lane)
 	l.mu.Lock()
-	if l.row == nil && !withGrant {
-		// This process does not hold the lane (it handed it on or
-		// released it, or has not taken it yet): the waiter is told to
-		// look, and registers with the holder it finds.
+	if l.row == nil && !l.incoming && !withGrant {
+		// This process does not hold the lane: if it just handed it on,
+		// the registration follows the lane once; otherwise the waiter
+		// is told to look, and registers with the holder it finds.
+		to := l.passedTo
 		l.mu.Unlock()
-		e.bell.ringGrant(r.ID, nil)
+		if to != "" && !r.Forwarded {
+			r.Forwarded = true
+			e.bell.ringWaiting(to, r)
+		} else {
+			e.bell.ringLook(r.ID)
+		}
 		return
 	}
 	if l.pending == nil {
@@ -847,6 +872,17 @@ func (e *Engine) registered(r registration, withGrant bool) {
 	// waiter (arrival tickets only grow): keep the newer.
 	if old, ok := l.pending[r.ID]; !ok || old.Arrival <= r.Arrival {
 		l.pending[r.ID] = r
+	}
+	l.mu.Unlock()
+}
+
+// grantArrived records that a grant of (scope, lane) to this process is
+// on its way to the claim waiting for it (see registered).
+func (e *Engine) grantArrived(scope, lane string) {
+	l := e.lane(scope, lane)
+	l.mu.Lock()
+	if l.claiming {
+		l.incoming = true
 	}
 	l.mu.Unlock()
 }
@@ -914,8 +950,9 @@ func (l *laneState) forwardPending(to string) {
 		case r.ID == to || !l.stillWaiting(h) || !l.e.probe(h).alive:
 			// Served, gave up, or gone.
 		case to == "":
-			l.e.bell.ringGrant(r.ID, nil)
+			l.e.bell.ringLook(r.ID)
 		default:
+			r.Forwarded = true
 			l.e.bell.ringWaiting(to, r)
 		}
 	}
@@ -1162,12 +1199,14 @@ func (l *laneState) handOff(g *grant, why string) {
 		return nil
 	})
 	if err == nil {
-		// From now on a registration reaching this process sends its
-		// waiter to the new holder (see registered).
+		// From now on a registration reaching this process follows the
+		// lane to the new holder, or sends its waiter to look (see
+		// registered).
 		l.mu.Lock()
 		if l.row == g {
 			l.row = nil
 		}
+		l.passedTo = rang
 		l.mu.Unlock()
 	}
 	switch {
@@ -1178,7 +1217,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		l.restorePending(regs)
 	case rang != "":
 		rest := slices.DeleteFunc(regs, func(r registration) bool { return r.ID == rang || slices.Contains(gone, r.ID) })
-		l.e.bell.ringGrant(rang, rest)
+		l.e.bell.ringGrant(rang, l.scope, l.lane, rest)
 		l.forwardPending(rang) // registrations that arrived meanwhile
 	default:
 		l.restorePending(regs)

@@ -167,7 +167,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		return out, err
 	}
 	if ring != "" {
-		e.bell.ringGrant(ring, nil)
+		e.bell.ringGrant(ring, scope, lane, nil)
 	}
 	if out != nil {
 		e.stats.Breaks.Add(1)
