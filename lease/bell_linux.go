@@ -19,17 +19,20 @@ import (
 // only the process concerned:
 //
 //   - Each engine receives on an abstract Unix datagram socket named after
-//     its holder id and the file's device and inode. A holder that hands a
-//     lane over sends "granted" to the new holder; a waiter that queues
-//     sends "waiting" to the current holder, so a lingering holder hands
-//     over at once. One datagram, one woken process.
+//     its holder id and the file's device and inode. A waiter sends
+//     "waiting" (its registration) to the holder it finds; a holder that
+//     hands a lane over sends "granted" to the new holder, with the
+//     registrations it did not serve. A plain "granted" (no payload) tells
+//     a waiter to look again: the process it registered with does not
+//     hold the lane. One datagram, one woken process; sends never block.
 //   - inotify reports every close of the sidecar — how a crashed process's
 //     exit shows up — and a rename, unlink or link-count change of the
 //     database file (so the identity check needs a stat only then).
 //
-// Waiters still look at a bounded fallback period (FallbackPoll) for what
-// the kernel cannot report: another implementation's holders, processes in
-// another network namespace, network file systems.
+// Waiters still look after a bounded fallback period (FallbackPoll, or
+// RegisteredPoll while the holder has their registration) for what the
+// kernel cannot report: another implementation's holders, processes in
+// another network namespace, network file systems, a Break.
 type doorbell struct {
 	side  *sidecar
 	ino   *os.File // inotify descriptor, nil when unavailable
@@ -43,7 +46,7 @@ type doorbell struct {
 	dbWd int32 // inotify watch of the database file; -1 if none
 
 	dbChanged atomic.Bool  // the database file may have been replaced
-	granted   atomic.Int64 // "granted" datagrams received
+	granted   atomic.Int64 // "granted" datagrams received (grants and requests to look)
 	closes    atomic.Int64 // closes of the sidecar (a process exited)
 
 	// onWait receives the registrations of waiters (set by the engine);
@@ -196,19 +199,23 @@ type grantMsg struct {
 
 // ringGrant tells holder id's engine that (scope, lane) was handed to it,
 // and passes it regs, the registrations of the lane's other waiters. A
-// datagram carries at most regsPerDatagram of them; the grant comes last.
+// datagram carries at most regsPerDatagram of them: the grant carries the
+// first ones, and the rest follow as "waiting" datagrams, which the new
+// holder keeps because it now knows the grant.
 func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
-	for len(regs) > regsPerDatagram {
-		if msg, err := json.Marshal(regs[:regsPerDatagram]); err == nil {
-			b.send(id, append([]byte{'W'}, msg...))
-		}
-		regs = regs[regsPerDatagram:]
-	}
+	first := regs[:min(len(regs), regsPerDatagram)]
 	msg := []byte{'G'}
-	if m, err := json.Marshal(grantMsg{Scope: scope, Lane: lane, Regs: regs}); err == nil {
+	if m, err := json.Marshal(grantMsg{Scope: scope, Lane: lane, Regs: first}); err == nil {
 		msg = append(msg, m...)
 	}
 	b.send(id, msg)
+	for regs = regs[len(first):]; len(regs) > 0; {
+		n := min(len(regs), regsPerDatagram)
+		if m, err := json.Marshal(regs[:n]); err == nil {
+			b.send(id, append([]byte{'W'}, m...))
+		}
+		regs = regs[n:]
+	}
 }
 
 // ringLook tells waiter id's engine to look at its lanes again (the
@@ -223,15 +230,28 @@ func (b *doorbell) ringWaiting(id string, reg registration) bool {
 }
 
 // send delivers msg to holder id's engine and reports whether it reached
-// its socket (a datagram to an abstract socket nobody binds fails at once).
+// its socket. It never blocks: a datagram to an abstract name nobody binds
+// fails at once, and one to a socket whose queue is full (net.unix.
+// max_dgram_qlen) fails with EAGAIN instead of waiting (a blocked send
+// would hold up a release, or the receiving goroutine, which also sends).
+// Best effort: a process not reached finds out by its fallback poll.
 func (b *doorbell) send(id string, msg []byte) bool {
 	if b.sock == nil || id == "" {
 		return false
 	}
-	// Best effort: a process in another network namespace, or one
-	// without a socket, is reached by its fallback poll instead.
-	_, err := b.sock.WriteToUnix(msg, bellAddr(id, b.dev, b.inode))
-	return err == nil
+	rc, err := b.sock.SyscallConn()
+	if err != nil {
+		return false
+	}
+	to := &unix.SockaddrUnix{Name: bellAddr(id, b.dev, b.inode).Name}
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendto(int(fd), msg, unix.MSG_DONTWAIT, to)
+		return true // never wait for the socket to become writable
+	}); err != nil {
+		return false
+	}
+	return serr == nil
 }
 
 // watched reports whether targeted rings reach this process.

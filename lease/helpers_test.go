@@ -158,6 +158,8 @@ func rawDB(t testing.TB, path string) *sql.DB {
 //	        is not observable from inside; the parent polls the queue. On
 //	        grant it records CLEOLEASE_NAME in table grants and releases at
 //	        once.
+//	quit:   wait for the lane until a line on stdin cancels the wait, print
+//	        "gaveup" and stay alive until the next line.
 //	count:  CLEOLEASE_N read-modify-write increments under the lease.
 func runRole(role string) int {
 	path := os.Getenv("CLEOLEASE_DB")
@@ -215,6 +217,22 @@ func runRole(role string) int {
 		}
 		h.Release()
 		fmt.Println("granted", h.Epoch())
+	case "quit":
+		// Wait for the lane until a line on stdin cancels the wait; then
+		// print "gaveup" and stay alive (not waiting) until the next line.
+		qctx, cancel := context.WithCancel(ctx)
+		go func() {
+			stdin.Scan()
+			cancel()
+		}()
+		h, err := e.Acquire(qctx, "s", "l", opts)
+		if err == nil {
+			h.Release()
+			fmt.Println("granted", h.Epoch())
+			return 0
+		}
+		fmt.Println("gaveup")
+		stdin.Scan()
 	case "rate":
 		// Increment for CLEOLEASE_DUR with CLEOLEASE_HOLD of work inside
 		// each transaction; print the number of commits.

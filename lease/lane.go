@@ -65,6 +65,7 @@ type laneState struct {
 	memEpoch     int64
 	wantLocked   bool
 	rung         string // the holder the claim in progress told it waits
+	rungEpoch    int64  // the epoch at which the row named it (0: unknown)
 	registered   bool   // and that holder's engine received the registration
 	claiming     bool   // a claim is in progress; guarded by mu
 	incoming     bool   // a grant to that claim arrived; guarded by mu
@@ -191,6 +192,7 @@ func (l *laneState) markLost(g *grant, why string) {
 		l.row = nil
 	}
 	l.mu.Unlock()
+	l.forwardPending("") // another process has the lane: its waiters look
 }
 
 // Acquire waits for the writer lease of (scope, lane) and returns a Hold.
@@ -626,7 +628,7 @@ func (l *laneState) attempt(ctx context.Context) (g *grant, holderID string, err
 }
 
 // FallbackPoll bounds how long a waiter sleeps between looks at the lane
-// when the doorbell stays silent.
+// when the doorbell stays silent, unless RegisteredPoll applies.
 const FallbackPoll = 5 * time.Millisecond
 
 // RegisteredPoll replaces FallbackPoll while the lane's live holder has
@@ -637,10 +639,12 @@ const FallbackPoll = 5 * time.Millisecond
 // process, say). Polling less leaves the CPU to the holder.
 const RegisteredPoll = 50 * time.Millisecond
 
-// claim acquires the row across processes: one claim transaction, then a
-// cheap read of the active row each time the doorbell rings (or every
-// FallbackPoll) until the row is handed to us, falls free, or its holder is
-// found dead.
+// claim acquires the row across processes. A waiter that reaches the live
+// holder with its registration waits without writing; otherwise (or after
+// SelfEnqueueAfter, or when sent back) it runs a claim transaction, which
+// queues it. Then it reads the active row each time the doorbell rings or
+// its fallback period ends (pollPeriod), until the row is handed to it,
+// falls free, or its holder is found dead.
 func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, err error) {
 	defer l.unlockWant()
 	l.mu.Lock()
@@ -710,7 +714,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 			bo.reset()
 		}
 		if holderID != "" && holderID != l.rung {
-			l.rung = holderID
+			l.rung, l.rungEpoch = holderID, 0
 			l.registered = l.e.bell.ringWaiting(holderID, l.reg) // a lingering holder hands over at once
 		}
 		g, retry, err := l.await(ctx, bound, fallback, retryIn)
@@ -772,10 +776,18 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 				if ok, _ := l.reclaimable(r); ok {
 					return nil, true, nil
 				}
-				if r.h.ID != l.rung || nudged {
+				switch {
+				case nudged && r.h.ID == l.rung && r.epoch == l.rungEpoch:
+					// Sent back by the holder the row names, at the same
+					// epoch (it does not know it holds the lane yet, or
+					// any more): write our own queue row instead of
+					// ringing it again.
+					l.registered = false
+					return nil, true, nil
+				case r.h.ID != l.rung || nudged:
 					// A new holder, or one that was not holding yet when
 					// our registration reached it: tell it someone waits.
-					l.rung = r.h.ID
+					l.rung, l.rungEpoch = r.h.ID, r.epoch
 					l.registered = l.e.bell.ringWaiting(r.h.ID, l.reg)
 				}
 			}
@@ -811,19 +823,12 @@ func (l *laneState) ringHolder(ctx context.Context) bool {
 	ctx = context.WithoutCancel(ctx)
 	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
 	if err != nil || r == nil {
-		var id string
-		l.e.db.QueryRowContext(ctx, `SELECT holder_id FROM _writer_leases WHERE scope = ? AND lane = ?
-			ORDER BY epoch DESC LIMIT 1`, l.scope, l.lane).Scan(&id)
-		if id != "" && id != l.e.holderID {
-			l.rung = id
-			l.e.bell.ringWaiting(id, l.reg)
-		}
-		return false
+		return false // free (or unreadable): the claim transaction decides
 	}
 	if r.h.ID == l.e.holderID {
 		return false
 	}
-	l.rung = r.h.ID
+	l.rung, l.rungEpoch = r.h.ID, r.epoch
 	l.registered = l.e.bell.ringWaiting(r.h.ID, l.reg)
 	dead, _ := l.reclaimable(r)
 	return l.registered && !dead
@@ -846,7 +851,11 @@ func (e *Engine) registered(r registration, withGrant bool) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
-	if closed || r.ID == e.holderID {
+	if r.ID == e.holderID {
+		return
+	}
+	if closed {
+		e.bell.ringLook(r.ID) // this process is going: the waiter looks elsewhere
 		return
 	}
 	l := e.lane(r.Scope, r.Lane)
@@ -859,10 +868,11 @@ func (e *Engine) registered(r registration, withGrant bool) {
 		l.mu.Unlock()
 		if to != "" && !r.Forwarded {
 			r.Forwarded = true
-			e.bell.ringWaiting(to, r)
-		} else {
-			e.bell.ringLook(r.ID)
+			if e.bell.ringWaiting(to, r) {
+				return
+			}
 		}
+		e.bell.ringLook(r.ID)
 		return
 	}
 	if l.pending == nil {
@@ -958,7 +968,8 @@ func (l *laneState) forwardPending(to string) {
 	}
 }
 
-// enqueue writes r's queue row unless it has one.
+// enqueue writes r's queue row unless it has one; enqueued_at is the
+// waiter's arrival (r.Enqueued) when it has one that is not in the future.
 func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registration, now int64) error {
 	var arr, slot any
 	if r.Arrival > 0 {
@@ -966,6 +977,9 @@ func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registratio
 	}
 	if r.Slot > 0 {
 		slot = r.Slot
+	}
+	if r.Enqueued > 0 && r.Enqueued <= now {
+		now = r.Enqueued // aging counts from the arrival, not from the write
 	}
 	_, err := c.ExecContext(ctx, `INSERT INTO _writer_queue
 		(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms, arrival)
@@ -1006,7 +1020,7 @@ func (l *laneState) lockWant() {
 }
 
 func (l *laneState) unlockWant() {
-	l.rung, l.registered = "", false
+	l.rung, l.rungEpoch, l.registered = "", 0, false
 	if l.wantLocked {
 		l.e.side.setLock(l.wantByte(l.me().Slot), false)
 		l.wantLocked = false
@@ -1037,6 +1051,7 @@ func (l *laneState) queueHasOthers(ctx context.Context) bool {
 // abandon keeps it (the grant wins); a cancelled caller leaves it to the
 // linger watcher, which passes it on.
 func (l *laneState) abandon(ctx context.Context, cause error) (*grant, error) {
+	l.unlockWant() // first: see leaveQueue
 	g, err := l.leaveQueue(ctx)
 	if err != nil {
 		return nil, err
@@ -1051,6 +1066,7 @@ func (l *laneState) abandon(ctx context.Context, cause error) (*grant, error) {
 }
 
 func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error) {
+	l.unlockWant() // first: see leaveQueue
 	g, err := l.leaveQueue(ctx)
 	if err != nil {
 		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
@@ -1068,7 +1084,10 @@ func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error
 }
 
 // leaveQueue removes this process's queue row of the lane and reports a
-// grant if the lane was handed to it meanwhile. Transient failures (I/O
+// grant if the lane was handed to it meanwhile. The caller has released
+// its want byte first: a holder tests it inside its hand-off transaction,
+// so either the hand-off sees this process no longer waiting, or it
+// committed the grant before this transaction, which then finds it. Transient failures (I/O
 // error, disk full, busy) are retried for up to 5s: a queue row left
 // behind by a live process that no longer waits could later be handed the
 // lane, and keep it.
@@ -1141,7 +1160,8 @@ func (l *laneState) inSlice(g *grant) bool {
 }
 
 // handOff releases this process's row and, in the same transaction, grants
-// the lane to the first live waiter. The caller owns the gate (or the
+// the lane to the first live waiter (checked inside that transaction, so a
+// waiter that gave up is never granted). The caller owns the gate (or the
 // engine is closing).
 func (l *laneState) handOff(g *grant, why string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -1159,6 +1179,12 @@ func (l *laneState) handOff(g *grant, why string) {
 	cand, gone0, _ := l.first(ctx, nil, withRegistrations(nil, regs))
 	me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
 	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
+		// Checked again inside the transaction: a waiter that gave up
+		// meanwhile is never granted the lane (see leaveQueue).
+		if cand != nil && (!l.stillWaiting(cand.h) || !l.e.probe(cand.h).alive) {
+			gone0 = append(gone0, cand.h.ID)
+			cand = nil
+		}
 		if cand != nil {
 			_, err := l.grantTo(ctx, c, cand.h, cand.ttl, grantArgs{prev: me, ifQueueEmpty: true})
 			if err == nil {

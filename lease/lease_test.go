@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -459,5 +460,82 @@ func TestOrderTravelsWithTheGrant(t *testing.T) {
 	}
 	if want := "first,b50,d50,a100,c100"; got != want {
 		t.Fatalf("grant order %s, want %s", got, want)
+	}
+}
+
+// TestGaveUpWaiterIsNeverGranted: a waiter that gives up after the holder
+// has picked it for the hand-off, but before the hand-off transaction
+// runs, is not granted the lane (the hand-off checks again inside its
+// transaction, and the waiter stops announcing its wait before it leaves
+// the queue); the lane stays usable.
+func TestGaveUpWaiterIsNeverGranted(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	ctx := context.Background()
+	h, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startChild(t, "quit", path)
+	l := e.lane("s", "l")
+	eventually(t, "the waiter to register", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.pending) == 1
+	})
+	reached, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.setHook(func(op string) error {
+		if op == "handoff" {
+			once.Do(func() {
+				close(reached)
+				<-proceed
+			})
+		}
+		return nil
+	})
+	released := make(chan struct{})
+	go func() {
+		h.Release()
+		close(released)
+	}()
+	<-reached // the hand-off has picked the waiter; its transaction has not begun
+	w.send("quit")
+	w.expect("gaveup")
+	close(proceed)
+	<-released
+	e.setHook(nil)
+	if rs := relActive(t, rawDB(t, path), "s", "l"); len(rs) != 0 {
+		t.Fatalf("active rows %+v after the only waiter gave up, want none", rs)
+	}
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h2, err := e.Acquire(actx, "s", "l", req)
+	if err != nil {
+		t.Fatalf("lane unusable after a waiter gave up: %v", err)
+	}
+	h2.Release()
+}
+
+// TestSelfEnqueuedRowAgesFromArrival: a waiter that writes its own queue
+// row after waiting on its registration alone keeps its arrival time, so
+// it does not lose the aging it earned meanwhile.
+func TestSelfEnqueuedRowAgesFromArrival(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	arrived := e.nowMS() - 5000
+	r := registration{Scope: "s", Lane: "l", ID: "cl-waiter", PID: 1, Priority: 100, Arrival: 7, TTL: 30000, Enqueued: arrived}
+	err := e.immediate(context.Background(), func(ctx context.Context, c *sql.Conn) error {
+		return enqueue(ctx, c, "s", "l", r, e.nowMS())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enq, deadline int64
+	if err := rawDB(t, path).QueryRow(`SELECT enqueued_at, deadline_at FROM _writer_queue WHERE holder_id = 'cl-waiter'`).Scan(&enq, &deadline); err != nil {
+		t.Fatal(err)
+	}
+	if enq != arrived || deadline != arrived+30000 {
+		t.Fatalf("enqueued_at %d deadline_at %d, want %d and %d", enq, deadline, arrived, arrived+30000)
 	}
 }
