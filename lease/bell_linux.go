@@ -112,13 +112,26 @@ func (b *doorbell) recv() {
 		if err != nil {
 			return
 		}
-		if n == 0 || (buf[0] != 'G' && buf[0] != 'W') {
+		if n == 0 {
 			continue
 		}
 		// The registrations it carries are recorded before a grant is
 		// counted, so the new holder knows who waits when it looks.
 		var regs []registration
+		granted := buf[0] == 'G'
 		switch {
+		case buf[0] == 'g' || buf[0] == 'w':
+			grant, scope, lane, rs, err := decodeWire(buf[:n])
+			if err != nil {
+				continue
+			}
+			if grant && b.onGrant != nil {
+				b.onGrant(scope, lane)
+			}
+			regs, granted = rs, grant
+		case buf[0] != 'G' && buf[0] != 'W':
+			continue
+		// JSON bodies: what the first versions sent.
 		case n > 1 && buf[0] == 'G' && buf[1] == '{':
 			var g grantMsg
 			if json.Unmarshal(buf[1:n], &g) == nil {
@@ -137,10 +150,10 @@ func (b *doorbell) recv() {
 		}
 		for _, r := range regs {
 			if r.ID != "" && b.onWait != nil {
-				b.onWait(r, buf[0] == 'G')
+				b.onWait(r, granted)
 			}
 		}
-		if buf[0] == 'G' {
+		if granted {
 			b.granted.Add(1)
 		}
 		b.wake()
@@ -187,7 +200,7 @@ func (b *doorbell) wake() {
 }
 
 // regsPerDatagram bounds the registrations one datagram carries (about
-// 200 bytes each; recv reads up to 64 KiB).
+// 120 bytes each in wire.go's encoding; recv reads up to 64 KiB).
 const regsPerDatagram = 64
 
 // grantMsg is what a "granted" datagram carries: the lane, and the
@@ -204,16 +217,10 @@ type grantMsg struct {
 // holder keeps because it now knows the grant.
 func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
 	first := regs[:min(len(regs), regsPerDatagram)]
-	msg := []byte{'G'}
-	if m, err := json.Marshal(grantMsg{Scope: scope, Lane: lane, Regs: first}); err == nil {
-		msg = append(msg, m...)
-	}
-	b.send(id, msg)
+	b.send(id, encodeGrant(scope, lane, first))
 	for regs = regs[len(first):]; len(regs) > 0; {
 		n := min(len(regs), regsPerDatagram)
-		if m, err := json.Marshal(regs[:n]); err == nil {
-			b.send(id, append([]byte{'W'}, m...))
-		}
+		b.send(id, encodeWaiting(regs[:n]))
 		regs = regs[n:]
 	}
 }
@@ -225,8 +232,7 @@ func (b *doorbell) ringLook(id string) { b.send(id, []byte{'G'}) }
 // ringWaiting tells holder id's engine that the waiter reg waits. It
 // reports whether the registration reached that engine's socket.
 func (b *doorbell) ringWaiting(id string, reg registration) bool {
-	msg, err := json.Marshal(reg)
-	return err == nil && b.send(id, append([]byte{'W'}, msg...))
+	return b.send(id, encodeWaiting([]registration{reg}))
 }
 
 // send delivers msg to holder id's engine and reports whether it reached

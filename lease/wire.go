@@ -1,0 +1,153 @@
+package lease
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// The doorbell's datagrams (see doorbell). A plain 'G' asks a waiter to
+// look at its lanes again. The others carry a compact binary body, version
+// wireVersion, encoded and decoded in microseconds (they are on the path of
+// every cross-process hand-off):
+//
+//	'g' wireVersion string(scope) string(lane) uvarint(n) n × registration   a grant
+//	'w' wireVersion uvarint(n) n × registration                              waiting
+//
+//	registration: string(scope) string(lane) string(id) string(start)
+//	              varint(pid) varint(slot) varint(priority) varint(arrival)
+//	              varint(ttl) varint(enqueued) byte(flags: 1 = forwarded)
+//	string:       uvarint(length ≤ maxWireString) bytes
+//
+// Any local process can send to the socket: decoding checks every length
+// and rejects the whole datagram on the first inconsistency.
+
+const (
+	wireVersion   = 1
+	maxWireString = 1024
+)
+
+var errWire = errors.New("malformed doorbell datagram")
+
+func appendWireString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendRegistrations(b []byte, regs []registration) []byte {
+	b = binary.AppendUvarint(b, uint64(len(regs)))
+	for _, r := range regs {
+		for _, s := range [...]string{r.Scope, r.Lane, r.ID, r.Start} {
+			b = appendWireString(b, s)
+		}
+		for _, v := range [...]int64{r.PID, r.Slot, r.Priority, r.Arrival, r.TTL, r.Enqueued} {
+			b = binary.AppendVarint(b, v)
+		}
+		var flags byte
+		if r.Forwarded {
+			flags |= 1
+		}
+		b = append(b, flags)
+	}
+	return b
+}
+
+// encodeGrant returns the 'g' datagram granting (scope, lane) with regs.
+func encodeGrant(scope, lane string, regs []registration) []byte {
+	b := []byte{'g', wireVersion}
+	b = appendWireString(b, scope)
+	b = appendWireString(b, lane)
+	return appendRegistrations(b, regs)
+}
+
+// encodeWaiting returns the 'w' datagram carrying regs.
+func encodeWaiting(regs []registration) []byte {
+	return appendRegistrations([]byte{'w', wireVersion}, regs)
+}
+
+// wireReader decodes one datagram body; err sticks at the first problem.
+type wireReader struct {
+	b   []byte
+	err error
+}
+
+func (r *wireReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errWire
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *wireReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errWire
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *wireReader) string() string {
+	n := r.uvarint()
+	if r.err != nil || n > maxWireString || n > uint64(len(r.b)) {
+		r.err = errWire
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *wireReader) registrations() []registration {
+	n := r.uvarint()
+	// Each registration takes at least 11 bytes: no count larger than the
+	// datagram could hold is believed (nor allocated for).
+	if r.err != nil || n > uint64(len(r.b))/11 {
+		r.err = errWire
+		return nil
+	}
+	regs := make([]registration, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		g := registration{Scope: r.string(), Lane: r.string(), ID: r.string(), Start: r.string()}
+		g.PID, g.Slot, g.Priority, g.Arrival, g.TTL, g.Enqueued = r.varint(), r.varint(), r.varint(), r.varint(), r.varint(), r.varint()
+		if r.err == nil && len(r.b) == 0 {
+			r.err = errWire
+		}
+		if r.err == nil {
+			g.Forwarded = r.b[0]&1 != 0
+			r.b = r.b[1:]
+			regs = append(regs, g)
+		}
+	}
+	return regs
+}
+
+// decodeWire decodes a 'g' or 'w' datagram: grant reports a 'g' and its
+// lane (scope, lane); regs are the registrations carried.
+func decodeWire(msg []byte) (grant bool, scope, lane string, regs []registration, err error) {
+	if len(msg) < 2 || (msg[0] != 'g' && msg[0] != 'w') || msg[1] != wireVersion {
+		return false, "", "", nil, errWire
+	}
+	r := &wireReader{b: msg[2:]}
+	grant = msg[0] == 'g'
+	if grant {
+		scope, lane = r.string(), r.string()
+	}
+	regs = r.registrations()
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errWire
+	}
+	if r.err != nil {
+		return false, "", "", nil, r.err
+	}
+	return grant, scope, lane, regs, nil
+}

@@ -1,0 +1,73 @@
+package lease
+
+import (
+	"reflect"
+	"testing"
+)
+
+var wireRegs = []registration{
+	{Scope: "main", Lane: "jobs", ID: "cl-3f0c", Start: "boot/4026531836/123456/789", PID: 4242, Slot: 17,
+		Priority: 100, Arrival: 99, TTL: 30000, Enqueued: 1796012723685},
+	{Scope: "main", Lane: "jobs", ID: "cl-77aa", PID: 1, Priority: -5, Arrival: 1 << 40, Forwarded: true},
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	grant, scope, lane, regs, err := decodeWire(encodeGrant("main", "jobs", wireRegs))
+	if err != nil || !grant || scope != "main" || lane != "jobs" || !reflect.DeepEqual(regs, wireRegs) {
+		t.Fatalf("grant: %v %q %q %+v %v", grant, scope, lane, regs, err)
+	}
+	grant, _, _, regs, err = decodeWire(encodeWaiting(wireRegs[1:]))
+	if err != nil || grant || !reflect.DeepEqual(regs, wireRegs[1:]) {
+		t.Fatalf("waiting: %v %+v %v", grant, regs, err)
+	}
+	if _, _, _, regs, err := decodeWire(encodeGrant("s", "l", nil)); err != nil || len(regs) != 0 {
+		t.Fatalf("empty grant: %+v %v", regs, err)
+	}
+}
+
+// Any local process can write to the doorbell: every truncation, an extra
+// byte, a wrong version, a count the datagram cannot hold and an
+// over-long string are refused, whole.
+func TestWireRejectsMalformed(t *testing.T) {
+	msg := encodeGrant("main", "jobs", wireRegs)
+	for n := 0; n < len(msg); n++ {
+		if _, _, _, _, err := decodeWire(msg[:n]); err == nil {
+			t.Fatalf("truncated to %d of %d bytes: accepted", n, len(msg))
+		}
+	}
+	bad := map[string][]byte{
+		"extra byte":    append(append([]byte{}, msg...), 0),
+		"version":       append([]byte{'g', wireVersion + 1}, msg[2:]...),
+		"kind":          append([]byte{'x'}, msg[1:]...),
+		"huge count":    {'w', wireVersion, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"long string":   append([]byte{'g', wireVersion, 0x81, 0x10}, make([]byte, 2049)...),
+		"string beyond": {'g', wireVersion, 5, 'a'},
+	}
+	for name, b := range bad {
+		if _, _, _, _, err := decodeWire(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func FuzzDecodeWire(f *testing.F) {
+	f.Add(encodeGrant("main", "jobs", wireRegs))
+	f.Add(encodeWaiting(wireRegs))
+	f.Add([]byte{'w', wireVersion, 0})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		grant, scope, lane, regs, err := decodeWire(msg)
+		if err != nil {
+			return
+		}
+		var again []byte
+		if grant {
+			again = encodeGrant(scope, lane, regs)
+		} else {
+			again = encodeWaiting(regs)
+		}
+		g2, s2, l2, r2, err := decodeWire(again)
+		if err != nil || g2 != grant || s2 != scope || l2 != lane || len(r2) != len(regs) || (len(regs) > 0 && !reflect.DeepEqual(r2, regs)) {
+			t.Fatalf("re-encoding changed the datagram: %v %q %q %+v → %v %q %q %+v %v", grant, scope, lane, regs, g2, s2, l2, r2, err)
+		}
+	})
+}
