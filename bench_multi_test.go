@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/proctest"
 )
 
 var benchDuration = flag.Duration("contention.duration", 2*time.Second,
@@ -282,7 +283,6 @@ func benchVerify(b *testing.B, path string, acked int64) {
 // them go together once all are ready, and returns their results.
 func benchRound(b *testing.B, driver, dsn string, procs, goroutines int, work, d time.Duration) []benchChildResult {
 	b.Helper()
-	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0") // race-built children: no 1 s sleep at exit
 	children := make([]*child, procs)
 	for i := range children {
 		c := startChild(b, "bench-rmw", dsn,
@@ -291,8 +291,8 @@ func benchRound(b *testing.B, driver, dsn string, procs, goroutines int, work, d
 			"CLEOLEASE_G="+strconv.Itoa(goroutines),
 			"CLEOLEASE_WORK="+work.String(),
 			"CLEOLEASE_DURATION="+d.String(),
-			"GORACE="+gorace)
-		c.out.Buffer(make([]byte, 0, 64<<10), 64<<20) // RESULT lines carry every latency
+			proctest.GoraceNoExitSleep()) // race-built children: no 1 s sleep at exit
+		c.Out.Buffer(make([]byte, 0, 64<<10), 64<<20) // RESULT lines carry every latency
 		children[i] = c
 	}
 	for _, c := range children {
@@ -306,7 +306,7 @@ func benchRound(b *testing.B, driver, dsn string, procs, goroutines int, work, d
 		if err := json.Unmarshal([]byte(c.expect("RESULT")), &results[i]); err != nil {
 			b.Fatal(err)
 		}
-		if err := c.cmd.Wait(); err != nil {
+		if err := c.Cmd.Wait(); err != nil {
 			b.Errorf("child %d: %v", i, err)
 		}
 		if results[i].FirstError != "" {

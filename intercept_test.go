@@ -246,11 +246,11 @@ type proc struct {
 func spawn(t *testing.T, role, dsn string, env ...string) *proc {
 	t.Helper()
 	c := startChild(t, role, dsn, env...)
-	p := &proc{child: c, pid: c.cmd.Process.Pid, lines: make(chan string, 256)}
+	p := &proc{child: c, pid: c.Cmd.Process.Pid, lines: make(chan string, 256)}
 	go func() {
 		defer close(p.lines)
-		for c.out.Scan() {
-			p.lines <- c.out.Text()
+		for c.Out.Scan() {
+			p.lines <- c.Out.Text()
 		}
 	}()
 	return p
@@ -996,10 +996,10 @@ func TestInterceptKilledHolder(t *testing.T) {
 	}
 	w.silent(t, "the doomed holder was alive")
 
-	if err := k.cmd.Process.Kill(); err != nil { // SIGKILL, inside its write transaction
+	if err := k.Cmd.Process.Kill(); err != nil { // SIGKILL, inside its write transaction
 		t.Fatal(err)
 	}
-	k.cmd.Wait()
+	k.Cmd.Wait()
 
 	e2 := atoi64(t, w.next(t, "HELD"))
 	if e2 <= eK {

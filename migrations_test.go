@@ -365,7 +365,7 @@ func TestColdOpenKilledMidMigration(t *testing.T) {
 		var heartbeat int64
 		if err := raw.QueryRow(`SELECT heartbeat_at, ttl_ms FROM _writer_leases
 			WHERE scope = ? AND lane = ? AND active = 1 AND holder_pid = ?`,
-			migrate.Scope, migrate.Lane, a.cmd.Process.Pid).Scan(&heartbeat, &ttl); err != nil {
+			migrate.Scope, migrate.Lane, a.Cmd.Process.Pid).Scan(&heartbeat, &ttl); err != nil {
 			t.Fatalf("the migrating process holds no cold-open lease: %v", err)
 		}
 		return time.Now().UnixMilli() - heartbeat, ttl
@@ -395,7 +395,7 @@ func TestColdOpenKilledMidMigration(t *testing.T) {
 		t.Fatalf("version %d while the first migrator lives, want 1", v)
 	}
 
-	if err := a.cmd.Process.Kill(); err != nil { // SIGKILL
+	if err := a.Cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	if got := b.expect("OK"); !strings.HasPrefix(got, "3 false ") {

@@ -247,7 +247,7 @@ func TestReliabilityFileRenamedOverOrDeleted(t *testing.T) {
 					}
 				}
 				p.send("exit")
-				p.cmd.Wait()
+				p.Cmd.Wait()
 				if got := relItems(t, path); len(got) != n || !got["new-0"] {
 					t.Fatalf("the new file holds %v, want only the new process's %d writes", got, n)
 				}

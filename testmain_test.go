@@ -1,14 +1,11 @@
 package cleolease_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/cleocode/cleolease/internal/proctest"
 )
 
 // Multi-process tests re-execute the test binary with CLEOLEASE_ROLE set;
@@ -30,68 +27,29 @@ func TestMain(m *testing.M) {
 }
 
 // child is a re-executed test binary playing a role.
-type child struct {
-	t   testing.TB
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
+type child struct{ *proctest.Child }
 
 // startChild runs role in a new process with CLEOLEASE_DSN=dsn and the
 // extra environment; the child is killed at the end of the test.
 func startChild(t testing.TB, role, dsn string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"CLEOLEASE_ROLE=" + role, "CLEOLEASE_DSN=" + dsn}, env...)...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		c.cmd.Wait()
-	})
-	return c
+	return &child{proctest.Start(t, append([]string{"CLEOLEASE_ROLE=" + role, "CLEOLEASE_DSN=" + dsn}, env...)...)}
 }
 
 // expect reads the child's next line, checks its prefix and returns the rest.
 func (c *child) expect(prefix string) string {
-	c.t.Helper()
-	if !c.out.Scan() {
-		c.t.Fatalf("child %d ended before %q: %v", c.cmd.Process.Pid, prefix, c.out.Err())
-	}
-	line := c.out.Text()
-	if !strings.HasPrefix(line, prefix) {
-		c.t.Fatalf("child said %q, want prefix %q", line, prefix)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+	c.T.Helper()
+	return c.Expect(prefix)
 }
 
 // send writes one line to the child's stdin.
 func (c *child) send(line string) {
-	c.t.Helper()
-	if _, err := fmt.Fprintln(c.in, line); err != nil {
-		c.t.Fatal(err)
-	}
+	c.T.Helper()
+	c.Send(line)
 }
 
 // eventually polls cond every 2ms until it holds, failing after 20s.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	proctest.Eventually(t, what, cond)
 }

@@ -6,9 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -179,61 +178,41 @@ func runProcs(t *testing.T, role string, a childArgs) run {
 		a.Driver = "cleolease"
 	}
 	type kid struct {
-		cmd  *exec.Cmd
-		in   io.WriteCloser
-		out  *bufio.Scanner
+		*proctest.Child
 		errb strings.Builder
 	}
 	kids := make([]*kid, a.Procs)
 	for i := range kids {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(),
+		cmd := proctest.Command(
 			"COMPAT_ROLE="+role, "COMPAT_DRIVER="+a.Driver, "COMPAT_DSN="+a.DSN,
 			"COMPAT_PROCS="+strconv.Itoa(a.Procs), "COMPAT_WORKERS="+strconv.Itoa(a.Workers),
 			"COMPAT_N="+strconv.Itoa(a.N), "COMPAT_INDEX="+strconv.Itoa(i))
-		k := &kid{cmd: cmd}
+		k := &kid{}
 		cmd.Stderr = &syncWriter{b: &k.errb}
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		k.in, k.out = in, bufio.NewScanner(out)
-		k.out.Buffer(nil, 16<<20)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
+		k.Child = proctest.StartCmd(t, cmd)
+		k.Out.Buffer(nil, 16<<20)
 		kids[i] = k
 	}
 	next := func(k *kid) (string, bool) {
-		for k.out.Scan() {
-			line := k.out.Text()
+		for k.Out.Scan() {
+			line := k.Out.Text()
 			if line == "READY" || strings.HasPrefix(line, "DONE ") || strings.HasPrefix(line, "ERR ") {
 				return line, true
 			}
-			t.Logf("child %d: %s", k.cmd.Process.Pid, line)
+			t.Logf("child %d: %s", k.Cmd.Process.Pid, line)
 		}
 		return "", false
 	}
 	for _, k := range kids {
 		line, ok := next(k)
 		if !ok || line != "READY" {
-			k.cmd.Wait()
-			t.Fatalf("child %d said %q before READY; stderr:\n%s", k.cmd.Process.Pid, line, k.errb.String())
+			k.Cmd.Wait()
+			t.Fatalf("child %d said %q before READY; stderr:\n%s", k.Cmd.Process.Pid, line, k.errb.String())
 		}
 	}
 	start := time.Now()
 	for _, k := range kids {
-		if _, err := fmt.Fprintln(k.in, "GO"); err != nil {
-			t.Fatal(err)
-		}
+		k.Send("GO")
 	}
 	r := run{args: a, reports: make([]report, len(kids))}
 	var wg sync.WaitGroup
@@ -241,14 +220,14 @@ func runProcs(t *testing.T, role string, a childArgs) run {
 	for i, k := range kids {
 		wg.Go(func() {
 			line, ok := next(k)
-			k.cmd.Wait()
+			k.Cmd.Wait()
 			rest, found := strings.CutPrefix(line, "DONE ")
 			if !ok || !found {
-				errs[i] = fmt.Sprintf("child %d ended without a report (last line %q); stderr:\n%s", k.cmd.Process.Pid, line, k.errb.String())
+				errs[i] = fmt.Sprintf("child %d ended without a report (last line %q); stderr:\n%s", k.Cmd.Process.Pid, line, k.errb.String())
 				return
 			}
 			if err := json.Unmarshal([]byte(rest), &r.reports[i]); err != nil {
-				errs[i] = fmt.Sprintf("child %d: bad report %q: %v", k.cmd.Process.Pid, rest, err)
+				errs[i] = fmt.Sprintf("child %d: bad report %q: %v", k.Cmd.Process.Pid, rest, err)
 			}
 		})
 	}

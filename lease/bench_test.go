@@ -115,9 +115,9 @@ func BenchmarkCrashHandoff(b *testing.B) {
 		}()
 		eventually(b, "waiter queued", func() bool { return queueLen(b, path, "s", "l") == 1 })
 		t0 := time.Now()
-		kid.cmd.Process.Signal(syscall.SIGKILL)
+		kid.Cmd.Process.Signal(syscall.SIGKILL)
 		lat = append(lat, (<-got).Sub(t0))
-		kid.cmd.Wait()
+		kid.Cmd.Wait()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")

@@ -179,7 +179,7 @@ func TestClockStepsNeverRobOrKeep(t *testing.T) {
 		done <- res{h, err}
 	}()
 	eventually(t, "the waiter to queue", func() bool { return queueLen(t, path, "s", "l") == 1 })
-	holder.cmd.Process.Kill()
+	holder.Cmd.Process.Kill()
 	r = <-done
 	if r.err != nil || r.h.Epoch() != hep+1 {
 		t.Fatalf("grant %v, %v; want epoch %d", r.h, r.err, hep+1)
@@ -300,7 +300,7 @@ func TestClockStepsUnderStealAfterTTL(t *testing.T) {
 			done <- res{h, err}
 		}()
 		eventually(t, "the waiter to queue", func() bool { return queueLen(t, path, "s", "l") == 1 })
-		holder.cmd.Process.Kill()
+		holder.Cmd.Process.Kill()
 		r := <-done
 		if r.err != nil || r.h.Epoch() != hep+1 {
 			t.Fatalf("grant %v, %v; want epoch %d", r.h, r.err, hep+1)

@@ -6,16 +6,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/internal/proctest"
 )
 
 // Multi-process tests re-execute the test binary with CLEOLEASE_ROLE set;
@@ -59,70 +58,33 @@ func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
 }
 
 // child is a re-executed test binary playing a role.
-type child struct {
-	t   testing.TB
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
+type child struct{ *proctest.Child }
 
+// startChild runs role in a new process with CLEOLEASE_DB=path and the
+// extra environment; the child is killed at the end of the test.
 func startChild(t testing.TB, role, path string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"CLEOLEASE_ROLE=" + role, "CLEOLEASE_DB=" + path}, env...)...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		c.cmd.Wait()
-	})
-	return c
+	return &child{proctest.Start(t, append([]string{"CLEOLEASE_ROLE=" + role, "CLEOLEASE_DB=" + path}, env...)...)}
 }
 
 // expect reads the child's next line and checks its prefix; it returns
 // the rest of the line.
 func (c *child) expect(prefix string) string {
-	c.t.Helper()
-	if !c.out.Scan() {
-		c.t.Fatalf("child %d ended before %q: %v", c.cmd.Process.Pid, prefix, c.out.Err())
-	}
-	line := c.out.Text()
-	if !strings.HasPrefix(line, prefix) {
-		c.t.Fatalf("child said %q, want prefix %q", line, prefix)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+	c.T.Helper()
+	return c.Expect(prefix)
 }
 
 func (c *child) send(line string) {
-	c.t.Helper()
-	if _, err := fmt.Fprintln(c.in, line); err != nil {
-		c.t.Fatal(err)
-	}
+	c.T.Helper()
+	c.Send(line)
 }
 
-func (c *child) wait() error { return c.cmd.Wait() }
+func (c *child) wait() error { return c.Cmd.Wait() }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	proctest.Eventually(t, what, cond)
 }
 
 func queueLen(t testing.TB, path, scope, lane string) int {

@@ -156,7 +156,7 @@ func TestKilledHolderIsReclaimedWithoutTTL(t *testing.T) {
 		done <- h
 	}()
 	eventually(t, "the waiter to queue", func() bool { return queueLen(t, path, "s", "l") == 1 })
-	holder.cmd.Process.Signal(syscall.SIGKILL)
+	holder.Cmd.Process.Signal(syscall.SIGKILL)
 	h := <-done
 	if h == nil {
 		t.Fatal("no grant")
@@ -189,8 +189,8 @@ func TestQueueOrderAndDeadWaiterSkipped(t *testing.T) {
 		kids = append(kids, c)
 		eventually(t, "waiter "+x.name+" to queue", func() bool { return queueLen(t, path, "s", "l") == i+1 })
 	}
-	kids[2].cmd.Process.Signal(syscall.SIGKILL)
-	kids[2].cmd.Wait()
+	kids[2].Cmd.Process.Signal(syscall.SIGKILL)
+	kids[2].Cmd.Wait()
 	holder.send("go")
 	holder.expect("commit ok")
 	holder.expect("released")
@@ -327,7 +327,7 @@ func TestBreakFencesAStoppedHolder(t *testing.T) {
 	path := newDB(t)
 	holder := startChild(t, "hold", path)
 	holder.expect("held")
-	holder.cmd.Process.Signal(syscall.SIGSTOP)
+	holder.Cmd.Process.Signal(syscall.SIGSTOP)
 	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
 	if _, err := e.Break(context.Background(), "s", "l", false); !errors.Is(err, ErrHolderAlive) {
 		t.Fatalf("break without force: %v, want ErrHolderAlive", err)
@@ -340,7 +340,7 @@ func TestBreakFencesAStoppedHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Release()
-	holder.cmd.Process.Signal(syscall.SIGCONT)
+	holder.Cmd.Process.Signal(syscall.SIGCONT)
 	holder.send("go")
 	if got := holder.expect("commit"); got == "ok" {
 		t.Fatal("a broken holder committed")
@@ -385,8 +385,8 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
 		t.Fatal("Inspect changed the database file")
 	}
-	holder.cmd.Process.Signal(syscall.SIGKILL)
-	holder.cmd.Wait()
+	holder.Cmd.Process.Signal(syscall.SIGKILL)
+	holder.Cmd.Wait()
 	lanes, err = Inspect(context.Background(), path, nil)
 	if err != nil || lanes[0].Holder == nil || lanes[0].Holder.Alive {
 		t.Fatalf("after SIGKILL: %+v, %v; want the holder reported dead", lanes, err)

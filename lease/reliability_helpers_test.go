@@ -403,27 +403,27 @@ func relGrants(t testing.TB, db *sql.DB) []string {
 // expectWithin is child.expect with a bound that turns a hang into a
 // failure (the bound is not what the test measures).
 func (c *child) expectWithin(prefix string, d time.Duration) string {
-	c.t.Helper()
+	c.T.Helper()
 	type res struct {
 		ok   bool
 		line string
 	}
 	ch := make(chan res, 1)
 	go func() {
-		ok := c.out.Scan()
-		ch <- res{ok, c.out.Text()}
+		ok := c.Out.Scan()
+		ch <- res{ok, c.Out.Text()}
 	}()
 	select {
 	case r := <-ch:
 		if !r.ok {
-			c.t.Fatalf("child %d ended before %q", c.cmd.Process.Pid, prefix)
+			c.T.Fatalf("child %d ended before %q", c.Cmd.Process.Pid, prefix)
 		}
 		if !strings.HasPrefix(r.line, prefix) {
-			c.t.Fatalf("child said %q, want prefix %q", r.line, prefix)
+			c.T.Fatalf("child said %q, want prefix %q", r.line, prefix)
 		}
 		return strings.TrimSpace(strings.TrimPrefix(r.line, prefix))
 	case <-time.After(d):
-		c.t.Fatalf("child %d did not say %q within %s", c.cmd.Process.Pid, prefix, d)
+		c.T.Fatalf("child %d did not say %q within %s", c.Cmd.Process.Pid, prefix, d)
 		return ""
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // process sleeps a second at exit unless told not to (GORACE
 // atexit_sleep_ms), which would make every command take a second.
 func childEnv() []string {
-	return append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return append(os.Environ(), proctest.GoraceNoExitSleep())
 }
 
 type result struct {
@@ -112,72 +112,34 @@ func roleHold() int {
 	return 0
 }
 
-type holder struct {
-	t   *testing.T
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
+// holder is a child process playing roleHold.
+type holder struct{ *proctest.Child }
 
 // startHolder starts a child process that takes the lease of (main, lane)
 // on path with the given priority; it is killed at the end of the test.
 func startHolder(t *testing.T, path, lane string, priority int) *holder {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=hold",
+	return &holder{proctest.Start(t, proctest.GoraceNoExitSleep(), "CLEOLEASE_CMD_TEST=hold",
 		"CLEOLEASE_DSN=file:"+path+"?_lease_wait=10m&_lease_mode=require",
-		"HOLD_SCOPE=main", "HOLD_LANE="+lane, "HOLD_PRIORITY="+strconv.Itoa(priority))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &holder{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return h
+		"HOLD_SCOPE=main", "HOLD_LANE="+lane, "HOLD_PRIORITY="+strconv.Itoa(priority))}
 }
 
-func (h *holder) pid() int64 { return int64(h.cmd.Process.Pid) }
+func (h *holder) pid() int64 { return int64(h.Cmd.Process.Pid) }
 
 func (h *holder) expect(prefix string) string {
-	h.t.Helper()
-	if !h.out.Scan() {
-		h.t.Fatalf("holder %d ended before %q", h.pid(), prefix)
-	}
-	line := h.out.Text()
-	if !strings.HasPrefix(line, prefix) {
-		h.t.Fatalf("holder %d said %q, want %q", h.pid(), line, prefix)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+	h.T.Helper()
+	return h.Expect(prefix)
 }
 
 func (h *holder) send(line string) {
-	h.t.Helper()
-	if _, err := fmt.Fprintln(h.in, line); err != nil {
-		h.t.Fatal(err)
-	}
+	h.T.Helper()
+	h.Send(line)
 }
 
 // eventually polls cond until it holds, failing after a minute.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	proctest.Poll(t, what, time.Minute, 5*time.Millisecond, cond)
 }
 
 // queued counts the waiters of (main, lane), read-only.
@@ -469,8 +431,8 @@ func TestBreakKilledHolder(t *testing.T) {
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	epoch, _ := strconv.ParseInt(a.expect("HELD"), 10, 64)
-	a.cmd.Process.Signal(syscall.SIGKILL)
-	a.cmd.Wait()
+	a.Cmd.Process.Signal(syscall.SIGKILL)
+	a.Cmd.Wait()
 
 	l := laneOf(t, statusJSON(t, path), "main", "jobs")
 	if l.Holder == nil || l.Holder.PID != a.pid() || l.Holder.Alive {
