@@ -4,11 +4,13 @@ package lease
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -217,7 +219,13 @@ type grantMsg struct {
 // holder keeps because it now knows the grant.
 func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
 	first := regs[:min(len(regs), regsPerDatagram)]
-	b.send(id, encodeGrant(scope, lane, first))
+	msg := encodeGrant(scope, lane, first)
+	// The grant is committed: its holder must learn of it (a claim that
+	// gave up adopts a late grant only when this datagram arrives). A
+	// full receive queue is retried briefly.
+	for i := 0; b.sendErr(id, msg) == unix.EAGAIN && i < 20; i++ {
+		time.Sleep(100 * time.Microsecond)
+	}
 	for regs = regs[len(first):]; len(regs) > 0; {
 		n := min(len(regs), regsPerDatagram)
 		b.send(id, encodeWaiting(regs[:n]))
@@ -241,13 +249,16 @@ func (b *doorbell) ringWaiting(id string, reg registration) bool {
 // max_dgram_qlen) fails with EAGAIN instead of waiting (a blocked send
 // would hold up a release, or the receiving goroutine, which also sends).
 // Best effort: a process not reached finds out by its fallback poll.
-func (b *doorbell) send(id string, msg []byte) bool {
+func (b *doorbell) send(id string, msg []byte) bool { return b.sendErr(id, msg) == nil }
+
+// sendErr is send returning the error (unix.EAGAIN for a full queue).
+func (b *doorbell) sendErr(id string, msg []byte) error {
 	if b.sock == nil || id == "" {
-		return false
+		return errNoDoorbell
 	}
 	rc, err := b.sock.SyscallConn()
 	if err != nil {
-		return false
+		return err
 	}
 	to := &unix.SockaddrUnix{Name: bellAddr(id, b.dev, b.inode).Name}
 	var serr error
@@ -255,10 +266,12 @@ func (b *doorbell) send(id string, msg []byte) bool {
 		serr = unix.Sendto(int(fd), msg, unix.MSG_DONTWAIT, to)
 		return true // never wait for the socket to become writable
 	}); err != nil {
-		return false
+		return err
 	}
-	return serr == nil
+	return serr
 }
+
+var errNoDoorbell = errors.New("no doorbell")
 
 // watched reports whether targeted rings reach this process.
 func (b *doorbell) watched() bool { return b.sock != nil }

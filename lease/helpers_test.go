@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,7 +122,8 @@ func rawDB(t testing.TB, path string) *sql.DB {
 //	        grant it records CLEOLEASE_NAME in table grants and releases at
 //	        once.
 //	quit:   wait for the lane until a line on stdin cancels the wait, print
-//	        "gaveup" and stay alive until the next line.
+//	        "gaveup canceled" (or "gaveup ERR" if the error is not the
+//	        context's) and stay alive until the next line.
 //	count:  CLEOLEASE_N read-modify-write increments under the lease.
 func runRole(role string) int {
 	path := os.Getenv("CLEOLEASE_DB")
@@ -193,7 +195,11 @@ func runRole(role string) int {
 			fmt.Println("granted", h.Epoch())
 			return 0
 		}
-		fmt.Println("gaveup")
+		if errors.Is(err, context.Canceled) {
+			fmt.Println("gaveup canceled")
+		} else {
+			fmt.Println("gaveup", err)
+		}
 		stdin.Scan()
 	case "rate":
 		// Increment for CLEOLEASE_DUR with CLEOLEASE_HOLD of work inside

@@ -66,6 +66,7 @@ type laneState struct {
 	wantLocked   bool
 	rung         string // the holder the claim in progress told it waits
 	rungEpoch    int64  // the epoch at which the row named it (0: unknown)
+	wroteRow     bool   // the claim in progress ran a claim transaction (which queues)
 	registered   bool   // and that holder's engine received the registration
 	claiming     bool   // a claim is in progress; guarded by mu
 	incoming     bool   // a grant to that claim arrived; guarded by mu
@@ -148,16 +149,22 @@ func (l *laneState) leaveLocked() {
 	l.busy = false
 	l.idleSince = time.Now()
 	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
-		if !l.watching {
-			l.watching = true
-			l.e.wg.Add(1)
-			go l.watch()
-		} else {
-			select {
-			case l.kick <- struct{}{}:
-			default:
-			}
-		}
+		l.startWatcherLocked()
+	}
+}
+
+// startWatcherLocked starts the linger watcher, or wakes it if it runs;
+// l.mu is held.
+func (l *laneState) startWatcherLocked() {
+	if !l.watching {
+		l.watching = true
+		l.e.wg.Add(1)
+		go l.watch()
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -691,6 +698,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	// its own queue row only when the lane falls free, its holder dies, or
 	// after SelfEnqueueAfter (so that Status shows it).
 	l.seenGrants = l.e.bell.granted.Load() // a ring from now on makes await look
+	l.wroteRow = false
 	skip := l.ringHolder(ctx)
 	selfEnqueue := time.Now().Add(SelfEnqueueAfter)
 	// A claim transaction is tried once at a time: while SQLite's write
@@ -707,6 +715,9 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 			holderID = l.rung
 		} else {
 			g, holderID, err = l.attempt(ctx)
+			if err == nil || !isBusy(err) {
+				l.wroteRow = true // (or may have: see quit)
+			}
 		}
 		retryIn := time.Duration(0)
 		if skip {
@@ -905,8 +916,51 @@ func (e *Engine) grantArrived(scope, lane string) {
 	l.mu.Lock()
 	if l.claiming {
 		l.incoming = true
+		l.mu.Unlock()
+		return
 	}
+	orphan := l.row == nil && !l.closing
 	l.mu.Unlock()
+	if !orphan {
+		return
+	}
+	// A grant to a claim that has ended (its caller gave up): make sure
+	// the lane does not stay with this process unknown to it.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.wg.Add(1)
+		go l.adoptOrphan()
+	}
+}
+
+// adoptOrphan takes over a lane that the database says this process holds
+// while no claim waits for it (granted just after its waiter gave up), and
+// lets the linger watcher pass it on or release it.
+func (l *laneState) adoptOrphan() {
+	defer l.e.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var r *row
+	err := l.e.retryBusy(ctx, func() (err error) {
+		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+		return err
+	})
+	if err != nil || r == nil || r.h.ID != l.e.holderID {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.row != nil || l.claiming || l.closing {
+		return // a claim in progress finds the row itself
+	}
+	l.row = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
+	l.idleSince = time.Now()
+	if !l.busy {
+		l.startWatcherLocked()
+	}
+	l.e.logf(slog.LevelInfo, "cleolease: adopted a lane granted after its waiter gave up; passing it on",
+		"scope", l.scope, "lane", l.lane, "epoch", r.epoch)
 }
 
 // takePending removes and returns the registrations this process holds.
@@ -1064,7 +1118,7 @@ func (l *laneState) queueHasOthers(ctx context.Context) bool {
 // linger watcher, which passes it on.
 func (l *laneState) abandon(ctx context.Context, cause error) (*grant, error) {
 	l.unlockWant() // first: see leaveQueue
-	g, err := l.leaveQueue(ctx)
+	g, err := l.quit(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -1079,7 +1133,7 @@ func (l *laneState) abandon(ctx context.Context, cause error) (*grant, error) {
 
 func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error) {
 	l.unlockWant() // first: see leaveQueue
-	g, err := l.leaveQueue(ctx)
+	g, err := l.quit(ctx)
 	if err != nil {
 		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
 	}
@@ -1093,6 +1147,32 @@ func (l *laneState) abandonWith(ctx context.Context, cause error) (*grant, error
 		return nil, cause
 	}
 	return nil, l.e.errf("acquire", l.scope, l.lane, cause, "")
+}
+
+// quit ends the claim's wait after its want byte was released, and
+// reports a grant if the lane was handed to this process meanwhile. A
+// claim that wrote a queue row leaves the queue (leaveQueue). One that
+// only registered has no row to remove, and must not wait for SQLite's
+// write lock, which the holder's own transaction may keep for long (the
+// caller's deadline has passed): a read finds a grant committed before
+// the want byte was released, and a grant whose hand-off checked the byte
+// just before, and commits later, is adopted when its grant datagram
+// arrives (grantArrived).
+func (l *laneState) quit(ctx context.Context) (*grant, error) {
+	if l.wroteRow {
+		return l.leaveQueue(ctx)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	var r *row
+	err := l.e.retryBusy(rctx, func() (err error) {
+		r, err = readActive(rctx, l.e.db, l.scope, l.lane)
+		return err
+	})
+	if err != nil || r == nil || r.h.ID != l.e.holderID {
+		return nil, nil // no grant seen; a late one is adopted on arrival
+	}
+	return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
 }
 
 // leaveQueue removes this process's queue row of the lane and reports a

@@ -539,3 +539,104 @@ func TestSelfEnqueuedRowAgesFromArrival(t *testing.T) {
 		t.Fatalf("enqueued_at %d deadline_at %d, want %d and %d", enq, deadline, arrived, arrived+30000)
 	}
 }
+
+// TestCancelledWaiterBehindLongTransaction: a waiter whose context ends
+// while the holder keeps SQLite's write lock (inside a long transaction)
+// gets its own context's error back at once: leaving the wait needs no
+// write when it only registered, so it does not queue behind that
+// transaction.
+func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	ctx := context.Background()
+	h, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS work(x)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO work VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	w := startChild(t, "quit", path)
+	l := e.lane("s", "l")
+	eventually(t, "the waiter to register", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.pending) == 1
+	})
+	w.send("quit")
+	if got := w.expect("gaveup"); got != "canceled" {
+		t.Fatalf("waiter gave up with %q, want its context's error", got)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	h2, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.Release()
+}
+
+// TestLateGrantToAWaiterThatGaveUpIsPassedOn: the hand-off checks that
+// its waiter still waits and commits the grant just after that waiter gave
+// up. The grant's datagram then reaches a process no longer waiting, which
+// adopts the lane and passes it on, so the lane is not left with a holder
+// that does not know it holds it.
+func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	ctx := context.Background()
+	h, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startChild(t, "quit", path)
+	l := e.lane("s", "l")
+	eventually(t, "the waiter to register", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.pending) == 1
+	})
+	reached, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.setHook(func(op string) error {
+		if op == "handoff/commit" {
+			once.Do(func() {
+				close(reached)
+				<-proceed
+			})
+		}
+		return nil
+	})
+	released := make(chan struct{})
+	go func() {
+		h.Release()
+		close(released)
+	}()
+	<-reached // granted inside the transaction, not committed yet
+	w.send("quit")
+	w.expect("gaveup")
+	close(proceed)
+	<-released
+	e.setHook(nil)
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h2, err := e.Acquire(actx, "s", "l", req)
+	if err != nil {
+		t.Fatalf("lane left with the waiter that gave up: %v", err)
+	}
+	h2.Release()
+}
