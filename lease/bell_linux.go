@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,8 @@ type doorbell struct {
 	// onGrant learns that (scope, lane) was granted to this process
 	// (before the registrations that came with the grant).
 	onGrant func(scope, lane string)
+	// onLook learns that a waiter of (scope, lane) should look again.
+	onLook func(scope, lane string)
 }
 
 // registration is what a waiter sends the holder of its lane instead of
@@ -79,12 +82,19 @@ func bellAddr(id string, dev, ino uint64) *net.UnixAddr {
 	return &net.UnixAddr{Net: "unixgram", Name: fmt.Sprintf("@cleolease/%s/%d:%d", id, dev, ino)}
 }
 
-func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration, bool), onGrant func(scope, lane string)) *doorbell {
-	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino, onWait: onWait, onGrant: onGrant}
+func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait func(registration, bool), onGrant, onLook func(scope, lane string)) *doorbell {
+	b := &doorbell{side: side, ch: make(chan struct{}), dbWd: -1, dev: dev, inode: ino, onWait: onWait, onGrant: onGrant, onLook: onLook}
 	if side == nil {
 		return b
 	}
 	if c, err := net.ListenUnixgram("unixgram", bellAddr(holderID, dev, ino)); err == nil {
+		// The kernel attaches each sender's credentials (SO_PASSCRED):
+		// only processes of this user are listened to (README, Security).
+		if rc, err := c.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) {
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+			})
+		}
 		b.sock = c
 		b.wg.Add(1)
 		go b.recv()
@@ -109,12 +119,14 @@ func newDoorbell(side *sidecar, dbPath, holderID string, dev, ino uint64, onWait
 func (b *doorbell) recv() {
 	defer b.wg.Done()
 	buf := make([]byte, 1<<16)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	uid := uint32(os.Getuid())
 	for {
-		n, _, err := b.sock.ReadFromUnix(buf)
+		n, oobn, flags, _, err := b.sock.ReadMsgUnix(buf, oob)
 		if err != nil {
 			return
 		}
-		if n == 0 {
+		if n == 0 || flags&unix.MSG_TRUNC != 0 || !sentBy(oob[:oobn], uid) {
 			continue
 		}
 		// The registrations it carries are recorded before a grant is
@@ -122,6 +134,15 @@ func (b *doorbell) recv() {
 		var regs []registration
 		granted := buf[0] == 'G'
 		switch {
+		case buf[0] == 'l':
+			scope, lane, err := decodeLook(buf[:n])
+			if err != nil {
+				continue
+			}
+			if b.onLook != nil {
+				b.onLook(scope, lane)
+			}
+			granted = false
 		case buf[0] == 'g' || buf[0] == 'w':
 			grant, scope, lane, rs, err := decodeWire(buf[:n])
 			if err != nil {
@@ -201,10 +222,6 @@ func (b *doorbell) wake() {
 	b.mu.Unlock()
 }
 
-// regsPerDatagram bounds the registrations one datagram carries (about
-// 120 bytes each in wire.go's encoding; recv reads up to 64 KiB).
-const regsPerDatagram = 64
-
 // grantMsg is what a "granted" datagram carries: the lane, and the
 // registrations of its other waiters.
 type grantMsg struct {
@@ -214,11 +231,21 @@ type grantMsg struct {
 
 // ringGrant tells holder id's engine that (scope, lane) was handed to it,
 // and passes it regs, the registrations of the lane's other waiters. A
-// datagram carries at most regsPerDatagram of them: the grant carries the
-// first ones, and the rest follow as "waiting" datagrams, which the new
-// holder keeps because it now knows the grant.
+// datagram carries what fits in maxWireDatagram bytes: the grant carries
+// the first ones, and the rest follow as "waiting" datagrams, which the
+// new holder keeps because it now knows the grant. Names too long to
+// encode travel as a plain request to look.
 func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
-	first := regs[:min(len(regs), regsPerDatagram)]
+	regs = slices.DeleteFunc(slices.Clone(regs), func(r registration) bool { return !encodable(r) })
+	if len(scope) > maxWireString || len(lane) > maxWireString {
+		b.send(id, []byte{'G'}) // the grantee finds its grant in the table
+		return
+	}
+	parts := chunks(regs)
+	var first []registration
+	if len(parts) > 0 {
+		first, parts = parts[0], parts[1:]
+	}
 	msg := encodeGrant(scope, lane, first)
 	// The grant is committed: its holder must learn of it (a claim that
 	// gave up adopts a late grant only when this datagram arrives). A
@@ -226,21 +253,41 @@ func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
 	for i := 0; b.sendErr(id, msg) == unix.EAGAIN && i < 20; i++ {
 		time.Sleep(100 * time.Microsecond)
 	}
-	for regs = regs[len(first):]; len(regs) > 0; {
-		n := min(len(regs), regsPerDatagram)
-		b.send(id, encodeWaiting(regs[:n]))
-		regs = regs[n:]
+	for _, p := range parts {
+		b.send(id, encodeWaiting(p))
 	}
 }
 
-// ringLook tells waiter id's engine to look at its lanes again (the
-// process it registered with does not hold the lane).
-func (b *doorbell) ringLook(id string) { b.send(id, []byte{'G'}) }
+// sentBy reports whether the control data oob of a received datagram
+// carries the credentials of a process running as uid.
+func sentBy(oob []byte, uid uint32) bool {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if c, err := unix.ParseUnixCredentials(&m); err == nil {
+			return c.Uid == uid
+		}
+	}
+	return false
+}
+
+// ringLook tells waiter id's engine that its waiter of (scope, lane)
+// should look at the lane again (the process it registered with does not
+// hold it).
+func (b *doorbell) ringLook(id, scope, lane string) {
+	if len(scope) > maxWireString || len(lane) > maxWireString {
+		b.send(id, []byte{'G'}) // a plain ring: every waiter looks
+		return
+	}
+	b.send(id, encodeLook(scope, lane))
+}
 
 // ringWaiting tells holder id's engine that the waiter reg waits. It
 // reports whether the registration reached that engine's socket.
 func (b *doorbell) ringWaiting(id string, reg registration) bool {
-	return b.send(id, encodeWaiting([]registration{reg}))
+	return encodable(reg) && b.send(id, encodeWaiting([]registration{reg}))
 }
 
 // send delivers msg to holder id's engine and reports whether it reached

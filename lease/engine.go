@@ -194,7 +194,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if side != nil {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
-	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered, e.grantArrived)
+	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered, e.grantArrived, e.lookArrived)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -300,6 +300,14 @@ func (e *Engine) Close() error {
 		}
 	}
 	return err
+}
+
+// knownLane returns the lane's state if this process has used the lane,
+// else nil; a datagram never creates one.
+func (e *Engine) knownLane(scope, lane string) *laneState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lanes[laneKey{scope, lane}]
 }
 
 func (e *Engine) lane(scope, lane string) *laneState {

@@ -64,14 +64,16 @@ type laneState struct {
 	closing      bool
 	memEpoch     int64
 	wantLocked   bool
-	rung         string // the holder the claim in progress told it waits
-	rungEpoch    int64  // the epoch at which the row named it (0: unknown)
-	wroteRow     bool   // the claim in progress ran a claim transaction (which queues)
-	registered   bool   // and that holder's engine received the registration
-	claiming     bool   // a claim is in progress; guarded by mu
-	incoming     bool   // a grant to that claim arrived; guarded by mu
-	passedTo     string // the holder this process last handed the lane to; guarded by mu
-	seenGrants   int64  // the doorbell's grant count at the claim's last look
+	rung         string       // the holder the claim in progress told it waits
+	rungEpoch    int64        // the epoch at which the row named it (0: unknown)
+	wroteRow     bool         // the claim in progress ran a claim transaction (which queues)
+	registered   bool         // and that holder's engine received the registration
+	claiming     bool         // a claim is in progress; guarded by mu
+	incoming     bool         // a grant to that claim arrived; guarded by mu
+	passedTo     string       // the holder this process last handed the lane to; guarded by mu
+	seenGrants   int64        // the doorbell's grant count at the claim's last look
+	looks        atomic.Int64 // requests to look at this lane (see lookArrived)
+	seenLooks    int64        // looks at the claim's last look
 	reg          registration
 	pending      map[string]registration // waiters that told us they wait, by holder id
 	lastWaitInfo string                  // the holder that kept the lane, for errors; guarded by mu
@@ -85,7 +87,7 @@ type gateWaiter struct {
 func newLane(e *Engine, scope, lane string) *laneState {
 	h := fnv.New64a()
 	h.Write([]byte(scope + "\x00" + lane))
-	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<26))<<wantBits, kick: make(chan struct{}, 1)}
+	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<16))<<wantBits, kick: make(chan struct{}, 1)}
 }
 
 // enter waits for the in-process gate in arrival order.
@@ -417,9 +419,7 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 	if err != nil {
 		return nil, nil, err
 	}
-	hd, gone, err = l.first(ctx, c, withRegistrations(ws, regs))
-	l.e.stats.DeadWaiters.Add(int64(len(gone)))
-	return hd, gone, err
+	return l.first(ctx, c, withRegistrations(ws, regs))
 }
 
 // withRegistrations adds to the queue rows ws the registrations of waiters
@@ -445,7 +445,7 @@ func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *qu
 		if w.h.ID == l.e.holderID {
 			return w, gone, nil
 		}
-		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h) {
+		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h) || !w.row && !l.provablyWaiting(w.h) {
 			// Dead, or alive but no longer waiting (it gave up): never
 			// grant to it, or the lane would sit with a holder that does
 			// not know it holds it.
@@ -697,7 +697,7 @@ func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts Acqu
 	// the holder (or the next holder) for SQLite's write lock. It writes
 	// its own queue row only when the lane falls free, its holder dies, or
 	// after SelfEnqueueAfter (so that Status shows it).
-	l.seenGrants = l.e.bell.granted.Load() // a ring from now on makes await look
+	l.seenGrants, l.seenLooks = l.e.bell.granted.Load(), l.looks.Load() // a ring from now on makes await look
 	l.wroteRow = false
 	skip := l.ringHolder(ctx)
 	selfEnqueue := time.Now().Add(SelfEnqueueAfter)
@@ -762,14 +762,16 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 	}
 	for {
 		bell := l.e.bell.wait()
-		closes, granted := l.e.bell.closes.Load(), l.e.bell.granted.Load()
+		closes, granted, looks := l.e.bell.closes.Load(), l.e.bell.granted.Load(), l.looks.Load()
 		if granted != l.seenGrants {
-			// Rung since the last look (perhaps before this wait began):
-			// a grant, or a process that had our registration and did
-			// not hold the lane.
+			look = true // rung since the last look (perhaps before this wait began)
+		}
+		if looks != l.seenLooks {
+			// A process that had our registration and did not hold the
+			// lane sent us to look.
 			look, nudged = true, true
 		}
-		l.seenGrants = granted
+		l.seenGrants, l.seenLooks = granted, looks
 		if look {
 			var r *row
 			err := l.e.fault("look")
@@ -818,8 +820,8 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 		}
 		select {
 		case <-bell:
-			nudged = l.e.bell.granted.Load() != granted
-			look = !l.e.bell.watched() || nudged || l.e.bell.closes.Load() != closes
+			nudged = l.looks.Load() != looks
+			look = !l.e.bell.watched() || nudged || l.e.bell.granted.Load() != granted || l.e.bell.closes.Load() != closes
 		case <-fallback.C:
 			look, nudged = true, false
 		case <-again:
@@ -874,14 +876,16 @@ func (e *Engine) registered(r registration, withGrant bool) {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
-	if r.ID == e.holderID {
+	if r.ID == e.holderID || r.Slot <= 0 || r.Slot != slotFor(r.ID) || r.Start == "" {
+		return // not a registration this implementation sends
+	}
+	l := e.knownLane(r.Scope, r.Lane)
+	if closed || l == nil {
+		// This process is going, or never used the lane (so it cannot
+		// hold it): the waiter looks elsewhere.
+		e.bell.ringLook(r.ID, r.Scope, r.Lane)
 		return
 	}
-	if closed {
-		e.bell.ringLook(r.ID) // this process is going: the waiter looks elsewhere
-		return
-	}
-	l := e.lane(r.Scope, r.Lane)
 	l.mu.Lock()
 	if l.row == nil && !l.incoming && !withGrant {
 		// This process does not hold the lane: if it just handed it on,
@@ -895,7 +899,7 @@ func (e *Engine) registered(r registration, withGrant bool) {
 				return
 			}
 		}
-		e.bell.ringLook(r.ID)
+		e.bell.ringLook(r.ID, r.Scope, r.Lane)
 		return
 	}
 	if l.pending == nil {
@@ -912,7 +916,10 @@ func (e *Engine) registered(r registration, withGrant bool) {
 // grantArrived records that a grant of (scope, lane) to this process is
 // on its way to the claim waiting for it (see registered).
 func (e *Engine) grantArrived(scope, lane string) {
-	l := e.lane(scope, lane)
+	l := e.knownLane(scope, lane)
+	if l == nil {
+		return // never claimed here
+	}
 	l.mu.Lock()
 	if l.claiming {
 		l.incoming = true
@@ -961,6 +968,15 @@ func (l *laneState) adoptOrphan() {
 	}
 	l.e.logf(slog.LevelInfo, "cleolease: adopted a lane granted after its waiter gave up; passing it on",
 		"scope", l.scope, "lane", l.lane, "epoch", r.epoch)
+}
+
+// lookArrived records a request to look at (scope, lane) again, sent by a
+// process that had this process's registration but does not hold the
+// lane, and wakes the waiters.
+func (e *Engine) lookArrived(scope, lane string) {
+	if l := e.knownLane(scope, lane); l != nil {
+		l.looks.Add(1)
+	}
 }
 
 // takePending removes and returns the registrations this process holds.
@@ -1026,7 +1042,7 @@ func (l *laneState) forwardPending(to string) {
 		case r.ID == to || !l.stillWaiting(h) || !l.e.probe(h).alive:
 			// Served, gave up, or gone.
 		case to == "":
-			l.e.bell.ringLook(r.ID)
+			l.e.bell.ringLook(r.ID, r.Scope, r.Lane)
 		default:
 			r.Forwarded = true
 			l.e.bell.ringWaiting(to, r)
@@ -1060,9 +1076,9 @@ func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registratio
 // liveness slot) for as long as it claims the lane. A holder tests the
 // whole region to learn that someone waits, and one waiter's byte to learn
 // that this waiter still waits.
-const wantBits = 20
+const wantBits = 46
 
-func (l *laneState) wantByte(slot int64) int64 { return l.want + slot%(1<<wantBits) }
+func (l *laneState) wantByte(slot int64) int64 { return l.want + slot } // slots are below 1<<46
 
 // stillWaiting reports whether the waiter h is still claiming the lane
 // (true when that cannot be known: no sidecar, no slot).
@@ -1072,6 +1088,16 @@ func (l *laneState) stillWaiting(h holder) bool {
 	}
 	w, err := l.e.side.rangeLocked(l.wantByte(h.Slot), 1)
 	return err != nil || w
+}
+
+// provablyWaiting is stillWaiting for a waiter known only from its
+// registration (a datagram): its want byte must be locked.
+func (l *laneState) provablyWaiting(h holder) bool {
+	if l.e.side == nil || h.Slot <= 0 {
+		return false
+	}
+	w, err := l.e.side.rangeLocked(l.wantByte(h.Slot), 1)
+	return err == nil && w
 }
 
 // lockWant / unlockWant announce to holders in other processes, through a
@@ -1271,6 +1297,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	cand, gone0, _ := l.first(ctx, nil, withRegistrations(nil, regs))
 	me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
 	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
+		rang, gone = "", nil // this body runs again after SQLITE_BUSY
 		// Checked again inside the transaction: a waiter that gave up
 		// meanwhile is never granted the lane (see leaveQueue).
 		if cand != nil && (!l.stillWaiting(cand.h) || !l.e.probe(cand.h).alive) {
@@ -1280,8 +1307,6 @@ func (l *laneState) handOff(g *grant, why string) {
 		if cand != nil {
 			_, err := l.grantTo(ctx, c, cand.h, cand.ttl, grantArgs{prev: me, ifQueueEmpty: true})
 			if err == nil {
-				l.e.stats.Handoffs.Add(1)
-				l.e.stats.DeadWaiters.Add(int64(len(gone0)))
 				rang, gone = cand.h.ID, gone0
 				g.given.Store(true)
 				return nil
@@ -1300,7 +1325,6 @@ func (l *laneState) handOff(g *grant, why string) {
 			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, grantArgs{prev: me, dequeue: hd.row}); err != nil {
 				return err
 			}
-			l.e.stats.Handoffs.Add(1)
 			rang = hd.h.ID
 			g.given.Store(true)
 			return nil
@@ -1317,6 +1341,10 @@ func (l *laneState) handOff(g *grant, why string) {
 		return nil
 	})
 	if err == nil {
+		if rang != "" {
+			l.e.stats.Handoffs.Add(1)
+		}
+		l.e.stats.DeadWaiters.Add(int64(len(gone)))
 		// From now on a registration reaching this process follows the
 		// lane to the new holder, or sends its waiter to look (see
 		// registered).
@@ -1438,6 +1466,15 @@ func (l *laneState) shutdown() {
 	}
 	if g != nil && !g.lost.Load() {
 		l.handOff(g, "released at close")
+	}
+	l.mu.Lock()
+	claiming := l.claiming
+	l.mu.Unlock()
+	if claiming {
+		// A claim still waits (its caller's Acquire): its own exit leaves
+		// the queue and releases its want byte; touching them here would
+		// race with it.
+		return
 	}
 	l.leaveQueue(context.Background())
 	l.unlockWant()

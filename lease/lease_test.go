@@ -640,3 +640,59 @@ func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
 	}
 	h2.Release()
 }
+
+// TestForgedRegistrationsAreNotGranted: registrations sent to the holder's
+// doorbell by something other than a waiting cleolease process — no
+// liveness slot, or a slot whose want byte nobody holds — are not granted
+// the lane (it would stay with a "holder" that never releases it), and a
+// registration for a lane this process never used creates no state.
+func TestForgedRegistrationsAreNotGranted(t *testing.T) {
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	ctx := context.Background()
+	h, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := []registration{
+		{Scope: "s", Lane: "l", ID: "cl-forged-a", PID: 1, Priority: -1000, Arrival: 1, TTL: 30000},
+		{Scope: "s", Lane: "l", ID: "cl-forged-b", PID: 1, Slot: slotFor("cl-forged-b"), Start: "x/y/z/1", Priority: -1000, Arrival: 1, TTL: 30000},
+		{Scope: "s", Lane: "other", ID: "cl-forged-c", PID: 1, Slot: slotFor("cl-forged-c"), Start: "x/y/z/1", TTL: 30000},
+	}
+	if !e.bell.send(e.holderID, encodeWaiting(forged)) {
+		t.Fatal("could not reach the engine's doorbell")
+	}
+	// A real waiter after the forged ones, so that the datagram has been
+	// read when its registration is.
+	w := startChild(t, "wait", path, "CLEOLEASE_NAME=real")
+	l := e.lane("s", "l")
+	eventually(t, "the real waiter to register", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, r := range l.pending {
+			if r.ID != "cl-forged-a" && r.ID != "cl-forged-b" {
+				return true
+			}
+		}
+		return false
+	})
+	if e.knownLane("s", "other") != nil {
+		t.Error("a datagram created state for a lane this process never used")
+	}
+	h.Release()
+	w.expect("granted")
+	var who string
+	if err := rawDB(t, path).QueryRow(`SELECT group_concat(who) FROM grants`).Scan(&who); err != nil {
+		t.Fatal(err)
+	}
+	if who != "real" {
+		t.Fatalf("grants %q, want only the real waiter", who)
+	}
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h2, err := e.Acquire(actx, "s", "l", req)
+	if err != nil {
+		t.Fatalf("lane unusable after forged registrations: %v", err)
+	}
+	h2.Release()
+}

@@ -22,7 +22,7 @@ type Stats struct {
 	Fenced      atomic.Int64 // commits refused by the fencing check
 	ReclaimDead atomic.Int64 // rows reclaimed from dead holders
 	ReclaimTTL  atomic.Int64 // rows reclaimed by the opt-in TTL policy
-	DeadWaiters atomic.Int64 // waiters skipped at a grant because they died or gave up
+	DeadWaiters atomic.Int64 // waiters skipped at a committed hand-off because they died or gave up
 	Breaks      atomic.Int64 // administrative breaks
 	waitBuckets [len(WaitBuckets) + 1]atomic.Int64
 }

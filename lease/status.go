@@ -135,6 +135,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 	var out *HolderStatus
 	var ring string
 	err := e.immediateOp(ctx, "break", func(ctx context.Context, c *sql.Conn) error {
+		out, ring = nil, "" // this body runs again after SQLITE_BUSY
 		r, err := readActive(ctx, c, scope, lane)
 		if err != nil || r == nil {
 			return err

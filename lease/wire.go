@@ -12,6 +12,7 @@ import (
 //
 //	'g' wireVersion string(scope) string(lane) uvarint(n) n × registration   a grant
 //	'w' wireVersion uvarint(n) n × registration                              waiting
+//	'l' wireVersion string(scope) string(lane)                               look at the lane
 //
 //	registration: string(scope) string(lane) string(id) string(start)
 //	              varint(pid) varint(slot) varint(priority) varint(arrival)
@@ -27,6 +28,40 @@ const (
 )
 
 var errWire = errors.New("malformed doorbell datagram")
+
+// maxWireDatagram bounds an encoded datagram (recv reads up to 64 KiB).
+const maxWireDatagram = 60 << 10
+
+// encodable reports whether r can travel in a datagram (its strings fit
+// maxWireString); one that cannot is never sent, so its waiter writes its
+// own queue row instead.
+func encodable(r registration) bool {
+	return len(r.Scope) <= maxWireString && len(r.Lane) <= maxWireString &&
+		len(r.ID) <= maxWireString && len(r.Start) <= maxWireString
+}
+
+// wireSize bounds the encoded size of r.
+func wireSize(r registration) int {
+	return len(r.Scope) + len(r.Lane) + len(r.ID) + len(r.Start) + 4*binary.MaxVarintLen16 + 6*binary.MaxVarintLen64 + 1
+}
+
+// chunks splits regs (all encodable) into runs that each fit a datagram
+// together with a grant's scope and lane.
+func chunks(regs []registration) [][]registration {
+	var out [][]registration
+	start, size := 0, 2+2*(maxWireString+binary.MaxVarintLen16)+binary.MaxVarintLen64
+	for i, r := range regs {
+		if n := wireSize(r); size+n > maxWireDatagram && i > start {
+			out = append(out, regs[start:i])
+			start, size = i, 2+2*(maxWireString+binary.MaxVarintLen16)+binary.MaxVarintLen64
+		}
+		size += wireSize(r)
+	}
+	if start < len(regs) {
+		out = append(out, regs[start:])
+	}
+	return out
+}
 
 func appendWireString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -57,6 +92,27 @@ func encodeGrant(scope, lane string, regs []registration) []byte {
 	b = appendWireString(b, scope)
 	b = appendWireString(b, lane)
 	return appendRegistrations(b, regs)
+}
+
+// encodeLook returns the 'l' datagram asking a waiter of (scope, lane) to
+// look at the lane again.
+func encodeLook(scope, lane string) []byte {
+	b := []byte{'l', wireVersion}
+	b = appendWireString(b, scope)
+	return appendWireString(b, lane)
+}
+
+// decodeLook decodes an 'l' datagram.
+func decodeLook(msg []byte) (scope, lane string, err error) {
+	if len(msg) < 2 || msg[0] != 'l' || msg[1] != wireVersion {
+		return "", "", errWire
+	}
+	r := &wireReader{b: msg[2:]}
+	scope, lane = r.string(), r.string()
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errWire
+	}
+	return scope, lane, r.err
 }
 
 // encodeWaiting returns the 'w' datagram carrying regs.

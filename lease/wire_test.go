@@ -16,6 +16,9 @@ func TestWireRoundTrip(t *testing.T) {
 	if err != nil || !grant || scope != "main" || lane != "jobs" || !reflect.DeepEqual(regs, wireRegs) {
 		t.Fatalf("grant: %v %q %q %+v %v", grant, scope, lane, regs, err)
 	}
+	if scope, lane, err := decodeLook(encodeLook("main", "jobs")); err != nil || scope != "main" || lane != "jobs" {
+		t.Fatalf("look: %q %q %v", scope, lane, err)
+	}
 	grant, _, _, regs, err = decodeWire(encodeWaiting(wireRegs[1:]))
 	if err != nil || grant || !reflect.DeepEqual(regs, wireRegs[1:]) {
 		t.Fatalf("waiting: %v %+v %v", grant, regs, err)
@@ -54,7 +57,13 @@ func FuzzDecodeWire(f *testing.F) {
 	f.Add(encodeGrant("main", "jobs", wireRegs))
 	f.Add(encodeWaiting(wireRegs))
 	f.Add([]byte{'w', wireVersion, 0})
+	f.Add(encodeLook("main", "jobs"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
+		if scope, lane, err := decodeLook(msg); err == nil {
+			if s2, l2, err := decodeLook(encodeLook(scope, lane)); err != nil || s2 != scope || l2 != lane {
+				t.Fatalf("look %q %q re-encodes to %q %q %v", scope, lane, s2, l2, err)
+			}
+		}
 		grant, scope, lane, regs, err := decodeWire(msg)
 		if err != nil {
 			return
@@ -70,4 +79,33 @@ func FuzzDecodeWire(f *testing.F) {
 			t.Fatalf("re-encoding changed the datagram: %v %q %q %+v → %v %q %q %+v %v", grant, scope, lane, regs, g2, s2, l2, r2, err)
 		}
 	})
+}
+
+// Registrations are split so that every datagram fits recv's buffer, and
+// names too long for the decoder are never encoded.
+func TestWireChunksFitADatagram(t *testing.T) {
+	long := string(make([]byte, maxWireString))
+	var regs []registration
+	for i := 0; i < 200; i++ {
+		regs = append(regs, registration{Scope: long, Lane: long, ID: "cl-" + long[:900], Start: long[:500], Slot: int64(i + 1), PID: 1 << 40, Arrival: 1 << 50})
+	}
+	n := 0
+	for _, c := range chunks(regs) {
+		n += len(c)
+		if len(c) == 0 {
+			t.Fatal("empty chunk")
+		}
+		if m := encodeGrant(long, long, c); len(m) > maxWireDatagram {
+			t.Fatalf("a chunk of %d registrations encodes to %d bytes, over %d", len(c), len(m), maxWireDatagram)
+		}
+		if _, _, _, got, err := decodeWire(encodeGrant(long, long, c)); err != nil || len(got) != len(c) {
+			t.Fatalf("chunk does not decode: %d of %d, %v", len(got), len(c), err)
+		}
+	}
+	if n != len(regs) {
+		t.Fatalf("chunks hold %d registrations, want %d", n, len(regs))
+	}
+	if encodable(registration{Scope: long + "x"}) || !encodable(registration{Scope: long}) {
+		t.Fatal("encodable disagrees with the decoder's limit")
+	}
 }
