@@ -18,6 +18,7 @@ func newBreakCmd() *cobra.Command {
 	var (
 		scope, lane string
 		force       bool
+		timeout     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "break DB --scope S --lane L [--force]",
@@ -29,7 +30,12 @@ the lane is handed to the first live waiter, whose epoch is higher.
 
 A holder that is provably alive (it keeps its liveness lock) is refused
 unless --force: check 'cleolease status DB' first; a live holder whose
-heartbeat is older than its TTL is probably hung.`,
+heartbeat is older than its TTL is probably hung.
+
+Breaking writes to the database, so it needs SQLite's write lock. A holder
+stopped or hung inside a write transaction keeps that lock until the
+transaction ends: break then gives up after --timeout, and only ending that
+process (kill it) frees the database.`,
 		Example: `  cleolease break app.db --scope main --lane default
   cleolease break app.db --scope main --lane default --force`,
 		Args: oneDB,
@@ -37,19 +43,24 @@ heartbeat is older than its TTL is probably hung.`,
 			if scope == "" || lane == "" {
 				return usagef("--scope and --lane are required")
 			}
-			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], scope, lane, force)
+			if timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], scope, lane, force, timeout)
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&scope, "scope", "", "scope of the lane (required)")
 	f.StringVar(&lane, "lane", "", "lane to release (required)")
 	f.BoolVar(&force, "force", false, "break even a holder that is provably alive")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for SQLite's write lock")
 	return cmd
 }
 
-func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force bool) error {
+func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force bool, timeout time.Duration) error {
 	// Check read-only first: lease.Open would create the lease tables in a
 	// database that has none.
+	var holderPID int64
 	err := readOnly(ctx, path, func(db *sql.DB) error {
 		if err := requireLeaseTables(ctx, db, path); err != nil {
 			return err
@@ -61,6 +72,9 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 		var names []string
 		for _, l := range lanes {
 			if l.Scope == scope && l.Lane == lane {
+				if l.Holder != nil {
+					holderPID = l.Holder.PID
+				}
 				return nil
 			}
 			names = append(names, l.Scope+"/"+l.Lane)
@@ -77,12 +91,25 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 	if err != nil {
 		return failf("%s: %v", path, err)
 	}
-	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: dsn})
-	if err != nil {
-		return failf("%s: %v", path, err)
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	e, err := lease.Open(bctx, lease.Options{Path: path, DSN: dsn})
+	if err == nil {
+		defer e.Close()
 	}
-	defer e.Close()
-	h, err := e.Break(ctx, scope, lane, force)
+	var h *lease.HolderStatus
+	if err == nil {
+		h, err = e.Break(bctx, scope, lane, force)
+	}
+	if err != nil && ctx.Err() == nil && bctx.Err() != nil {
+		who := "a process"
+		if holderPID > 0 {
+			who = fmt.Sprintf("a process (the lane's holder is pid %d)", holderPID)
+		}
+		return failf("%s: SQLite's write lock stayed taken for %s: %s keeps a write transaction open; "+
+			"a holder stopped or hung inside a transaction keeps it until it ends: end that process, then break again",
+			path, timeout, who)
+	}
 	if errors.Is(err, lease.ErrHolderAlive) {
 		return failf("refusing to break %s/%s: holder %s (pid %d) is alive (%s); use --force if it is hung",
 			scope, lane, h.ID, h.PID, h.Why)

@@ -663,3 +663,35 @@ func TestCountingFS(t *testing.T) {
 		t.Errorf("counting instrumentation:\nup: %s\ndown: %s", up, down)
 	}
 }
+
+// TestBreakWhileTheWriteLockIsTaken: a process that keeps a write
+// transaction open (a holder stopped inside one) keeps SQLite's write lock;
+// break gives up after --timeout with an error that says so, instead of
+// hanging.
+func TestBreakWhileTheWriteLockIsTaken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	a := startHolder(t, path, "jobs", 100)
+	a.expect("OPEN")
+	a.expect("HELD")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--force", "--timeout", "300ms")
+	if r.code != 1 || !strings.Contains(r.stderr, "write lock") || !strings.Contains(r.stderr, strconv.FormatInt(a.pid(), 10)) {
+		t.Fatalf("break with the write lock taken: want exit 1 naming the lock and holder pid %d, got %s", a.pid(), r)
+	}
+	if r = cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--timeout", "0s"); r.code != 2 {
+		t.Errorf("--timeout 0s: want a usage error, got %s", r)
+	}
+}
