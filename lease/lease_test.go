@@ -427,12 +427,7 @@ func TestReplacedFileIsRefusedWhileLingering(t *testing.T) {
 // in priority-then-arrival order across several hand-offs, each holder
 // passing the registrations it did not serve on to the next.
 func TestOrderTravelsWithTheGrant(t *testing.T) {
-	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
-	h, err := e.Acquire(context.Background(), "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, path, h := holdLane(t)
 	if err := fencedWrite(context.Background(), rawDB(t, path), h, "first"); err != nil {
 		t.Fatal(err)
 	}
@@ -469,52 +464,11 @@ func TestOrderTravelsWithTheGrant(t *testing.T) {
 // transaction, and the waiter stops announcing its wait before it leaves
 // the queue); the lane stays usable.
 func TestGaveUpWaiterIsNeverGranted(t *testing.T) {
-	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
-	ctx := context.Background()
-	h, err := e.Acquire(ctx, "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startChild(t, "quit", path)
-	l := e.lane("s", "l")
-	eventually(t, "the waiter to register", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.pending) == 1
-	})
-	reached, proceed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	e.setHook(func(op string) error {
-		if op == "handoff" {
-			once.Do(func() {
-				close(reached)
-				<-proceed
-			})
-		}
-		return nil
-	})
-	released := make(chan struct{})
-	go func() {
-		h.Release()
-		close(released)
-	}()
-	<-reached // the hand-off has picked the waiter; its transaction has not begun
-	w.send("quit")
-	w.expect("gaveup")
-	close(proceed)
-	<-released
-	e.setHook(nil)
+	e, path := giveUpDuringHandoff(t, "handoff") // picked, transaction not begun
 	if rs := relActive(t, rawDB(t, path), "s", "l"); len(rs) != 0 {
 		t.Fatalf("active rows %+v after the only waiter gave up, want none", rs)
 	}
-	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	h2, err := e.Acquire(actx, "s", "l", req)
-	if err != nil {
-		t.Fatalf("lane unusable after a waiter gave up: %v", err)
-	}
-	h2.Release()
+	laneUsable(t, e, "lane unusable after a waiter gave up")
 }
 
 // TestSelfEnqueuedRowAgesFromArrival: a waiter that writes its own queue
@@ -546,13 +500,8 @@ func TestSelfEnqueuedRowAgesFromArrival(t *testing.T) {
 // write when it only registered, so it does not queue behind that
 // transaction.
 func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
-	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	e, path, h := holdLane(t)
 	ctx := context.Background()
-	h, err := e.Acquire(ctx, "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	db := rawDB(t, path)
 	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS work(x)`); err != nil {
 		t.Fatal(err)
@@ -569,12 +518,7 @@ func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startChild(t, "quit", path)
-	l := e.lane("s", "l")
-	eventually(t, "the waiter to register", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.pending) == 1
-	})
+	waitRegistered(t, e, 1)
 	w.send("quit")
 	if got := w.expect("gaveup"); got != "canceled" {
 		t.Fatalf("waiter gave up with %q, want its context's error", got)
@@ -596,49 +540,8 @@ func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
 // adopts the lane and passes it on, so the lane is not left with a holder
 // that does not know it holds it.
 func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
-	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
-	ctx := context.Background()
-	h, err := e.Acquire(ctx, "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := startChild(t, "quit", path)
-	l := e.lane("s", "l")
-	eventually(t, "the waiter to register", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.pending) == 1
-	})
-	reached, proceed := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	e.setHook(func(op string) error {
-		if op == "handoff/commit" {
-			once.Do(func() {
-				close(reached)
-				<-proceed
-			})
-		}
-		return nil
-	})
-	released := make(chan struct{})
-	go func() {
-		h.Release()
-		close(released)
-	}()
-	<-reached // granted inside the transaction, not committed yet
-	w.send("quit")
-	w.expect("gaveup")
-	close(proceed)
-	<-released
-	e.setHook(nil)
-	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	h2, err := e.Acquire(actx, "s", "l", req)
-	if err != nil {
-		t.Fatalf("lane left with the waiter that gave up: %v", err)
-	}
-	h2.Release()
+	e, _ := giveUpDuringHandoff(t, "handoff/commit") // granted, not committed yet
+	laneUsable(t, e, "lane left with the waiter that gave up")
 }
 
 // TestForgedRegistrationsAreNotGranted: registrations sent to the holder's
@@ -647,13 +550,7 @@ func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
 // the lane (it would stay with a "holder" that never releases it), and a
 // registration for a lane this process never used creates no state.
 func TestForgedRegistrationsAreNotGranted(t *testing.T) {
-	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
-	ctx := context.Background()
-	h, err := e.Acquire(ctx, "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, path, h := holdLane(t)
 	forged := []registration{
 		{Scope: "s", Lane: "l", ID: "cl-forged-a", PID: 1, Priority: -1000, Arrival: 1, TTL: 30000},
 		{Scope: "s", Lane: "l", ID: "cl-forged-b", PID: 1, Slot: slotFor("cl-forged-b"), Start: "x/y/z/1", Priority: -1000, Arrival: 1, TTL: 30000},
@@ -688,11 +585,77 @@ func TestForgedRegistrationsAreNotGranted(t *testing.T) {
 	if who != "real" {
 		t.Fatalf("grants %q, want only the real waiter", who)
 	}
-	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	laneUsable(t, e, "lane unusable after forged registrations")
+}
+
+// waitRegistered waits until the holder e keeps n registrations for lane
+// s/l (waiters that told it they wait).
+func waitRegistered(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	l := e.lane("s", "l")
+	eventually(t, "the waiters to register", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.pending) == n
+	})
+}
+
+// giveUpDuringHandoff holds lane s/l in a new engine, starts a waiter that
+// registers with it, and releases the lane with the hand-off paused at the
+// lease statement op (see Engine.setHook); there the waiter gives up, then
+// the hand-off goes on. It returns once the release has returned.
+func giveUpDuringHandoff(t *testing.T, op string) (*Engine, string) {
+	t.Helper()
+	e, path, h := holdLane(t)
+	w := startChild(t, "quit", path)
+	waitRegistered(t, e, 1)
+	reached, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.setHook(func(o string) error {
+		if o == op {
+			once.Do(func() {
+				close(reached)
+				<-proceed
+			})
+		}
+		return nil
+	})
+	released := make(chan struct{})
+	go func() {
+		h.Release()
+		close(released)
+	}()
+	<-reached
+	w.send("quit")
+	w.expect("gaveup")
+	close(proceed)
+	<-released
+	e.setHook(nil)
+	return e, path
+}
+
+// laneUsable fails t with what unless e can take lane s/l again (within
+// a generous deadline: a lane left with a holder that does not know it
+// holds it would never come back).
+func laneUsable(t *testing.T, e *Engine, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	h2, err := e.Acquire(actx, "s", "l", req)
+	h, err := e.Acquire(ctx, "s", "l", req)
 	if err != nil {
-		t.Fatalf("lane unusable after forged registrations: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	h2.Release()
+	h.Release()
+}
+
+// holdLane opens an engine (no linger) on a new database and takes lane s/l.
+func holdLane(t *testing.T) (*Engine, string, *Hold) {
+	t.Helper()
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, path, h
 }
