@@ -54,7 +54,7 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 		defer side.f.Close()
 	}
 	probe := func(h holder) verdict { return probeHolder("", side, h) }
-	return readStatus(ctx, db, probe, clock)
+	return readStatus(ctx, db, probe, clock, side)
 }
 
 // ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes

@@ -85,9 +85,15 @@ type gateWaiter struct {
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
+	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), kick: make(chan struct{}, 1)}
+}
+
+// wantBase is the first byte of the lane's region of want bytes in the
+// sidecar (see wantBits).
+func wantBase(scope, lane string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(scope + "\x00" + lane))
-	return &laneState{e: e, scope: scope, lane: lane, want: 1<<47 + int64(h.Sum64()%(1<<16))<<wantBits, kick: make(chan struct{}, 1)}
+	return 1<<47 + int64(h.Sum64()%(1<<16))<<wantBits
 }
 
 // enter waits for the in-process gate in arrival order.

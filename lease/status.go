@@ -40,6 +40,11 @@ type LaneStatus struct {
 	Epoch   int64          `json:"epoch"`
 	Holder  *HolderStatus  `json:"holder,omitempty"`
 	Waiters []WaiterStatus `json:"waiters"`
+	// Waiting counts the processes that announce on the sidecar that they
+	// wait for the lane, with a queue row (Waiters) or, in the first
+	// 100 ms or behind a long transaction, only registered with the
+	// holder; -1 when it cannot be told (no sidecar). At most 1,000.
+	Waiting int `json:"waiting"`
 }
 
 // Status reads every lane of the file (rows and queue) and judges each
@@ -48,13 +53,13 @@ type LaneStatus struct {
 func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 	var out []LaneStatus
 	err := e.retryBusy(ctx, func() (err error) {
-		out, err = readStatus(ctx, e.db, e.probe, e.clock)
+		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.side)
 		return err
 	})
 	return out, err
 }
 
-func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock) ([]LaneStatus, error) {
+func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, side *sidecar) ([]LaneStatus, error) {
 	rows, err := db.QueryContext(ctx, `SELECT scope, lane, max(epoch) FROM _writer_leases GROUP BY scope, lane
 		UNION SELECT scope, lane, 0 FROM _writer_queue ORDER BY 1, 2`)
 	if err != nil {
@@ -90,7 +95,12 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	out := make([]LaneStatus, 0, len(lanes))
 	for _, x := range lanes {
-		st := LaneStatus{Scope: x.scope, Lane: x.lane, Epoch: x.epoch, Waiters: []WaiterStatus{}}
+		st := LaneStatus{Scope: x.scope, Lane: x.lane, Epoch: x.epoch, Waiters: []WaiterStatus{}, Waiting: -1}
+		if side != nil {
+			if n, err := side.lockedBytes(wantBase(x.scope, x.lane), 1<<wantBits, 1000); err == nil {
+				st.Waiting = n
+			}
+		}
 		r, err := readActive(ctx, db, x.scope, x.lane)
 		if err != nil {
 			return nil, err

@@ -695,3 +695,47 @@ func TestBreakWhileTheWriteLockIsTaken(t *testing.T) {
 		t.Errorf("--timeout 0s: want a usage error, got %s", r)
 	}
 }
+
+// TestStatusCountsRegisteredWaiters: a waiter that has only registered with
+// the holder (here it cannot write its queue row: another connection keeps
+// SQLite's write lock) has no queue row, but status counts it from its
+// lock on the sidecar.
+func TestStatusCountsRegisteredWaiters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	a := startHolder(t, path, "jobs", 100)
+	a.expect("OPEN")
+	a.expect("HELD")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	b := startHolder(t, path, "jobs", 100)
+	b.expect("OPEN")
+	var l lease.LaneStatus
+	eventually(t, "status to count the registered waiter", func() bool {
+		l = laneOf(t, statusJSON(t, path), "main", "jobs")
+		return l.Waiting == 1
+	})
+	if len(l.Waiters) != 0 {
+		t.Fatalf("waiters %+v: want no queue row while the write lock is taken", l.Waiters)
+	}
+	r := cli(t, "status", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "0 (+1 registered)") {
+		t.Errorf("status does not show the registered waiter:\n%s", r.stdout)
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	a.send("release")
+	a.expect("RELEASED")
+	b.expect("HELD")
+}

@@ -41,6 +41,9 @@ func newStatusCmd() *cobra.Command {
 dead and the evidence), the epoch, how long it has held the lane, the age of
 its heartbeat and its re-entrancy depth; the waiters in grant order with
 their priorities and wait times; and golang-migrate's version and dirty flag.
+A waiter writes its queue row after 100 ms (or once SQLite's write lock is
+free); before that it has only registered with the holder, and the waiters
+column counts it as "registered" (from its lock on the sidecar).
 
 status writes nothing: it opens DB read-only (mode=ro), never creates the
 lease tables or the sidecar, and judges liveness by testing the holders'
@@ -160,7 +163,13 @@ func printStatus(w io.Writer, rep statusReport) {
 		} else {
 			row = append(row, "(free)", "", "", "", "", "")
 		}
-		row = append(row, strconv.Itoa(len(l.Waiters)))
+		waiters := strconv.Itoa(len(l.Waiters))
+		if l.Waiting > len(l.Waiters) {
+			// Waiting processes not (yet) in the queue table: only
+			// registered with the holder (see README, Wake-up).
+			waiters += fmt.Sprintf(" (+%d registered)", l.Waiting-len(l.Waiters))
+		}
+		row = append(row, waiters)
 		t.Append(row)
 	}
 	t.Render()
