@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -323,6 +324,14 @@ func (o Options) openSource() (source.Driver, error) {
 	}
 	src, err := source.Open(o.SourceURL)
 	if err != nil {
+		// golang-migrate's file driver reports a missing directory as
+		// "open .: no such file or directory": name the directory.
+		if u, perr := url.Parse(o.SourceURL); perr == nil && u.Scheme == "file" {
+			dir := u.Host + u.Path
+			if _, serr := os.Stat(dir); serr != nil {
+				return nil, fmt.Errorf("cleolease/migrate: migration source %q: directory %s: %w", o.SourceURL, dir, serr)
+			}
+		}
 		return nil, fmt.Errorf("cleolease/migrate: migration source %q: %w", o.SourceURL, err)
 	}
 	return src, nil

@@ -283,7 +283,9 @@ func TestOptionErrors(t *testing.T) {
 			t.Errorf("Up(%+v) succeeded", o)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(t.TempDir(), "x")); err == nil {
-		t.Fatal("impossible")
+	// A missing migrations directory is named, and is os.ErrNotExist.
+	err := migrate.Up(ctx, migrate.Options{DSN: dsn, SourceURL: "file:///does/not/exist"})
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "directory /does/not/exist") {
+		t.Errorf("missing directory: %v", err)
 	}
 }
