@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -673,20 +674,7 @@ func TestBreakWhileTheWriteLockIsTaken(t *testing.T) {
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	a.expect("HELD")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	defer takeWriteLock(t, path)()
 	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--force", "--timeout", "300ms")
 	if r.code != 1 || !strings.Contains(r.stderr, "write lock") || !strings.Contains(r.stderr, strconv.FormatInt(a.pid(), 10)) {
 		t.Fatalf("break with the write lock taken: want exit 1 naming the lock and holder pid %d, got %s", a.pid(), r)
@@ -705,19 +693,7 @@ func TestStatusCountsRegisteredWaiters(t *testing.T) {
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	a.expect("HELD")
-	db, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	unlock := takeWriteLock(t, path)
 	b := startHolder(t, path, "jobs", 100)
 	b.expect("OPEN")
 	var l lease.LaneStatus
@@ -732,10 +708,36 @@ func TestStatusCountsRegisteredWaiters(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "0 (+1 registered)") {
 		t.Errorf("status does not show the registered waiter:\n%s", r.stdout)
 	}
-	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	unlock()
 	a.send("release")
 	a.expect("RELEASED")
 	b.expect("HELD")
+}
+
+// takeWriteLock keeps SQLite's write lock on path (an open BEGIN IMMEDIATE
+// on a raw connection), as a holder stopped inside a transaction would;
+// the returned function rolls back and releases it.
+func takeWriteLock(t *testing.T, path string) func() {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	unlock := func() {
+		once.Do(func() {
+			conn.ExecContext(context.Background(), "ROLLBACK")
+			conn.Close()
+			db.Close()
+		})
+	}
+	t.Cleanup(unlock)
+	return unlock
 }
