@@ -440,7 +440,10 @@ func withRegistrations(ws []queued, regs []registration) []queued {
 	return ws
 }
 
-// first is head for the waiters ws; c may be nil when none has a row.
+// first is head for the waiters ws; c may be nil when none has a row. A
+// waiter known only from its registration must prove it waits (its want
+// byte is locked); one with a queue row is given the benefit of the doubt
+// when that cannot be told (no sidecar, another implementation).
 func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *queued, gone []string, err error) {
 	order(ws, l.e.nowMS())
 	for i := range ws {
@@ -877,7 +880,11 @@ func (l *laneState) pollPeriod() time.Duration {
 // this process holds the lane or is being granted it, or when it came
 // with a grant to this process (withGrant); otherwise it passes it on to
 // the process it handed the lane to (once), or tells the waiter to look
-// again.
+// again. A registration that this implementation would not send (no
+// liveness slot matching its id, no start identity) is dropped, and one
+// for a lane this process never used creates no state (the doorbell only
+// listens to processes of this user, but a datagram is never trusted to
+// size this process's memory).
 func (e *Engine) registered(r registration, withGrant bool) {
 	e.mu.Lock()
 	closed := e.closed

@@ -44,6 +44,7 @@ type LaneStatus struct {
 	// wait for the lane, with a queue row (Waiters) or, in the first
 	// 100 ms or behind a long transaction, only registered with the
 	// holder; -1 when it cannot be told (no sidecar). At most 1,000.
+	// Engine.Status does not count the calling process's own waiter.
 	Waiting int `json:"waiting"`
 }
 
