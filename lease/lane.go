@@ -440,10 +440,8 @@ func withRegistrations(ws []queued, regs []registration) []queued {
 	return ws
 }
 
-// first is head for the waiters ws; c may be nil when none has a row. A
-// waiter known only from its registration must prove it waits (its want
-// byte is locked); one with a queue row is given the benefit of the doubt
-// when that cannot be told (no sidecar, another implementation).
+// first is head for the waiters ws; c may be nil when none has a row.
+// Waiters are judged by stillWaiting (a registration must prove it waits).
 func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *queued, gone []string, err error) {
 	order(ws, l.e.nowMS())
 	for i := range ws {
@@ -454,7 +452,7 @@ func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *qu
 		if w.h.ID == l.e.holderID {
 			return w, gone, nil
 		}
-		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h) || !w.row && !l.provablyWaiting(w.h) {
+		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h, w.row) {
 			// Dead, or alive but no longer waiting (it gave up): never
 			// grant to it, or the lane would sit with a holder that does
 			// not know it holds it.
@@ -850,9 +848,9 @@ func (l *laneState) await(ctx context.Context, bound <-chan time.Time, fallback 
 // queue row (which Status and other implementations see).
 const SelfEnqueueAfter = 100 * time.Millisecond
 
-// ringHolder tells the lane's holder (or, when the lane is free, its last
-// holder) that this process waits, and reports whether a live holder of
-// another process received the registration.
+// ringHolder tells the lane's holder, if another process holds it, that
+// this process waits, and reports whether that holder is alive and
+// received the registration.
 func (l *laneState) ringHolder(ctx context.Context) bool {
 	ctx = context.WithoutCancel(ctx)
 	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
@@ -1029,7 +1027,7 @@ func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
 	now := l.e.nowMS()
 	for _, r := range regs {
 		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
-		if !l.stillWaiting(h) || !l.e.probe(h).alive {
+		if !l.stillWaiting(h, false) || !l.e.probe(h).alive {
 			continue
 		}
 		if err := enqueue(ctx, c, l.scope, l.lane, r, now); err != nil {
@@ -1052,7 +1050,7 @@ func (l *laneState) forwardPending(to string) {
 	for _, r := range regs {
 		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
 		switch {
-		case r.ID == to || !l.stillWaiting(h) || !l.e.probe(h).alive:
+		case r.ID == to || !l.stillWaiting(h, false) || !l.e.probe(h).alive:
 			// Served, gave up, or gone.
 		case to == "":
 			l.e.bell.ringLook(r.ID, r.Scope, r.Lane)
@@ -1093,24 +1091,20 @@ const wantBits = 46
 
 func (l *laneState) wantByte(slot int64) int64 { return l.want + slot } // slots are below 1<<46
 
-// stillWaiting reports whether the waiter h is still claiming the lane
-// (true when that cannot be known: no sidecar, no slot).
-func (l *laneState) stillWaiting(h holder) bool {
+// stillWaiting reports whether the waiter h is still claiming the lane:
+// whether it holds its want byte. When that cannot be told (no sidecar,
+// no slot, a failed test), a waiter known from its queue row (fromRow) is
+// given the benefit of the doubt; one known only from its registration (a
+// datagram) is not.
+func (l *laneState) stillWaiting(h holder, fromRow bool) bool {
 	if l.e.side == nil || h.Slot <= 0 {
-		return true
+		return fromRow
 	}
 	w, err := l.e.side.rangeLocked(l.wantByte(h.Slot), 1)
-	return err != nil || w
-}
-
-// provablyWaiting is stillWaiting for a waiter known only from its
-// registration (a datagram): its want byte must be locked.
-func (l *laneState) provablyWaiting(h holder) bool {
-	if l.e.side == nil || h.Slot <= 0 {
-		return false
+	if err != nil {
+		return fromRow
 	}
-	w, err := l.e.side.rangeLocked(l.wantByte(h.Slot), 1)
-	return err == nil && w
+	return w
 }
 
 // lockWant / unlockWant announce to holders in other processes, through a
@@ -1313,7 +1307,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		rang, gone = "", nil // this body runs again after SQLITE_BUSY
 		// Checked again inside the transaction: a waiter that gave up
 		// meanwhile is never granted the lane (see leaveQueue).
-		if cand != nil && (!l.stillWaiting(cand.h) || !l.e.probe(cand.h).alive) {
+		if cand != nil && (!l.stillWaiting(cand.h, false) || !l.e.probe(cand.h).alive) {
 			gone0 = append(gone0, cand.h.ID)
 			cand = nil
 		}
