@@ -431,19 +431,13 @@ func TestOrderTravelsWithTheGrant(t *testing.T) {
 	if err := fencedWrite(context.Background(), rawDB(t, path), h, "first"); err != nil {
 		t.Fatal(err)
 	}
-	l := e.lane("s", "l")
-	registered := func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.pending)
-	}
 	var kids []*child
 	for i, x := range []struct {
 		name string
 		prio int
 	}{{"a100", 100}, {"b50", 50}, {"c100", 100}, {"d50", 50}} {
 		kids = append(kids, startChild(t, "wait", path, "CLEOLEASE_NAME="+x.name, "CLEOLEASE_PRIO="+strconv.Itoa(x.prio)))
-		eventually(t, "waiter "+x.name+" to register", func() bool { return registered() == i+1 })
+		waitRegistered(t, e, i+1)
 	}
 	h.Release()
 	for _, c := range kids {
