@@ -155,7 +155,8 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 // also opens the file's lease engine (creating the lease tables). Errors:
 // ErrPrivateMemory for an empty DSN, ErrFileChanged when the path now names
 // another file than the one the engine was opened on, SQLite's own error
-// when the file cannot be opened.
+// when the file cannot be opened, wrapped to name the file (errors.As still
+// finds the sqlite3.Error).
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.SQLiteDSN == "" {
 		return nil, ErrPrivateMemory
@@ -179,7 +180,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn, err = c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.openErr(err)
 	}
 	if slot.lc == nil {
 		conn.Close()
@@ -187,7 +188,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	if err := c.ensureEngine(ctx); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, c.openErr(err)
 	}
 	if err := c.coldOpen(ctx); err != nil {
 		conn.Close()
