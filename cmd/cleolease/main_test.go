@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -740,4 +741,50 @@ func takeWriteLock(t *testing.T, path string) func() {
 	}
 	t.Cleanup(unlock)
 	return unlock
+}
+
+// TestMigrateSourceForms: --source takes a directory path by the driver's
+// rule for _migrations (a path separator or a leading '.'), so the same
+// value works in both places, and a plain name — a source registered from
+// Go, in a DSN — is refused with the spelling that means the directory
+// (issue 16, item 3).
+func TestMigrateSourceForms(t *testing.T) {
+	dir := t.TempDir()
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cwd, filepath.Join(dir, "migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, src := range []string{rel, "./" + rel, filepath.Join(dir, "migrations"), "file://" + filepath.Join(dir, "migrations")} {
+		path := filepath.Join(dir, fmt.Sprintf("app%d.db", i))
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := cli(t, "migrate", path, "--source", src, "up"); r.code != 0 || !strings.Contains(r.stdout, "version 2, clean") {
+			t.Errorf("--source %s: %s", src, r)
+		}
+		// The driver takes the same value as _migrations (a file: URI
+		// value is percent-decoded by ParseDSN).
+		db, err := sql.Open("cleolease", "file:"+path+"x?_migrations="+url.QueryEscape(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := db.QueryRow(`SELECT version FROM schema_migrations`).Scan(&v); err != nil || v != 2 {
+			t.Errorf("_migrations=%s: version %d, %v; want 2", src, v, err)
+		}
+		db.Close()
+	}
+	path := filepath.Join(dir, "named.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "migrate", path, "--source", "migrations", "up")
+	if r.code != 1 || !strings.Contains(r.stderr, "./migrations") || !strings.Contains(r.stderr, "RegisterMigrations") {
+		t.Errorf("--source migrations (a plain name): %s", r)
+	}
 }
