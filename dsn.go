@@ -87,6 +87,11 @@ type Config struct {
 	// MigrationsFS, when set, is the migration source (golang-migrate iofs
 	// layout: NNN_name.up.sql / NNN_name.down.sql at its root).
 	MigrationsFS fs.FS
+	// Migrator, when set, runs at the cold open under the cold-open lease,
+	// after the golang-migrate migrations: another migration tool (ent,
+	// goose, atlas) or hand-written DDL; see Migrator. It replaces a
+	// Migrator registered under Migrations.
+	Migrator Migrator
 	// Logger receives lease and migration events; nil is silent.
 	Logger *slog.Logger
 	// BaseDriver opens the underlying connections (extensions, ConnectHook);

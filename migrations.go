@@ -96,7 +96,10 @@ func (c *Connector) migrationSource() (url string, fsys fs.FS, ok bool, err erro
 	if strings.Contains(name, "://") {
 		return name, nil, true, nil
 	}
-	return "", nil, false, fmt.Errorf("cleolease: _migrations=%q is neither a name given to RegisterMigrations nor a source URL such as file://dir (a directory path needs a path separator or a leading '.': ./%s)", name, name)
+	if registeredMigrator(name) {
+		return "", nil, false, nil // a Migrator only (migratehook.go)
+	}
+	return "", nil, false, fmt.Errorf("cleolease: _migrations=%q is neither a name given to RegisterMigrations or RegisterMigrator nor a source URL such as file://dir (a directory path needs a path separator or a leading '.': ./%s)", name, name)
 }
 
 // coldState is the cold open of one database (file identity plus version
@@ -119,8 +122,9 @@ type coldRun struct {
 
 var coldStates sync.Map // key string → *coldState
 
-// coldOpen brings the database up to the newest migration before the
-// connection Connect just opened is handed out.
+// coldOpen brings the database up to the newest migration, then runs the
+// Migrator if one is configured (migratehook.go), before the connection
+// Connect just opened is handed out.
 //
 // The first connect to a file in this process runs migrate.Up — the cold
 // open — on a private raw go-sqlite3 connection, under the lease of the
@@ -148,7 +152,8 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 		return nil
 	}
 	url, fsys, ok, err := c.migrationSource()
-	if err != nil || !ok {
+	mig := c.migrator()
+	if err != nil || (!ok && mig == nil) {
 		return err
 	}
 	key, err := c.coldKey()
@@ -189,7 +194,13 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 			if prev != nil {
 				<-prev.done // a cancelled run winding down
 			}
-			err := migrate.Up(rctx, opts)
+			var err error
+			if ok {
+				err = migrate.Up(rctx, opts)
+			}
+			if err == nil && mig != nil {
+				err = migrate.Run(rctx, opts, mig.Migrate)
+			}
 			cancel()
 			st.mu.Lock()
 			if st.run == r {
@@ -225,12 +236,16 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 
 // coldKey identifies the database and version table a cold open is for.
 func (c *Connector) coldKey() (string, error) {
+	table := c.cfg.MigrationsTable
+	if c.migrator() != nil {
+		table += "\x00migrator" // a connector with a Migrator does not skip it after one without
+	}
 	if c.memory {
-		return "mem:" + c.path + "\x00" + c.cfg.MigrationsTable, nil
+		return "mem:" + c.path + "\x00" + table, nil
 	}
 	resolved, dev, ino, err := lease.FileKey(c.path)
 	if err != nil {
 		return "", fmt.Errorf("cleolease: cold open of %s: %w", c.path, err)
 	}
-	return fmt.Sprintf("%s\x00%d:%d\x00%s", resolved, dev, ino, c.cfg.MigrationsTable), nil
+	return fmt.Sprintf("%s\x00%d:%d\x00%s", resolved, dev, ino, table), nil
 }
