@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestStatusPlainFileJSON: on a plain SQLite file (no lease tables),
+// `status --json` prints JSON — an empty lane list and the reason — and
+// exits 0; without --json it still fails with one line (issue 16, item 6).
+func TestStatusPlainFileJSON(t *testing.T) {
+	plain := filepath.Join(t.TempDir(), "plain.db")
+	plainDB(t, plain)
+	r := cli(t, "status", plain, "--json")
+	if r.code != 0 {
+		t.Fatalf("status --json on a plain file: %s", r)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("status --json printed no JSON: %v\n%s", err, r)
+	}
+	lanes, ok := rep["lanes"].([]any)
+	if !ok || len(lanes) != 0 {
+		t.Errorf("lanes = %#v, want an empty list", rep["lanes"])
+	}
+	if reason, _ := rep["reason"].(string); !strings.Contains(reason, "no cleolease lease tables") {
+		t.Errorf("reason = %q, want the missing lease tables named", reason)
+	}
+	if r := cli(t, "status", plain); r.code != 1 || !strings.Contains(r.stderr, "no cleolease lease tables") {
+		t.Errorf("status (text) on a plain file: %s", r)
+	}
+	// A leased file with no lane yet lists [] too, never null.
+	leased := filepath.Join(t.TempDir(), "leased.db")
+	leasedDB(t, leased)
+	if rep := statusJSON(t, leased); rep.Lanes == nil || rep.Reason != "" {
+		t.Errorf("leased file: lanes %#v, reason %q", rep.Lanes, rep.Reason)
+	}
+}
+
+// TestStatusWatchSpaceSeparated: `status DB --watch 2s` (the value as a
+// separate word) watches, like --watch=2s, instead of failing with "takes
+// one database path" (issue 16, item 6). The command prints its first
+// report and keeps running until interrupted.
+func TestStatusWatchSpaceSeparated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	leasedDB(t, path)
+	cmd := exec.Command(os.Args[0], "status", path, "--watch", "2s", "--json")
+	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=cli")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		cmd.Wait()
+		t.Fatalf("no report from status --watch 2s; stderr: %s", errb.String())
+	}
+	var rep statusReport
+	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil || rep.Path != path {
+		t.Fatalf("first report %q: %v", sc.Text(), err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("status --watch 2s after SIGINT: %v; stderr: %s", err, errb.String())
+	}
+}
+
+// TestFixArgs: the forms pflag would misread are rewritten, and nothing
+// else is touched.
+func TestFixArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"migrate", "a.db", "force", "-1"}, []string{"migrate", "a.db", "force", "--", "-1"}},
+		{[]string{"migrate", "a.db", "force", "-1", "--table", "v"}, []string{"migrate", "a.db", "force", "--table", "v", "--", "-1"}},
+		{[]string{"migrate", "--source", "file://m", "a.db", "goto", "-3"}, []string{"migrate", "--source", "file://m", "a.db", "goto", "--", "-3"}},
+		{[]string{"migrate", "a.db", "force", "1"}, []string{"migrate", "a.db", "force", "1"}},
+		{[]string{"status", "a.db", "--watch", "2s"}, []string{"status", "a.db", "--watch=2s"}},
+		{[]string{"status", "--watch", "a.db"}, []string{"status", "--watch", "a.db"}},
+		{[]string{"status", "a.db", "--watch"}, []string{"status", "a.db", "--watch"}},
+		{[]string{"break", "a.db", "--watch", "2s"}, []string{"break", "a.db", "--watch", "2s"}},
+	} {
+		if got := fixArgs(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("fixArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestMigrateForceMinusOne: `migrate DB force -1`, the form --help
+// documents, records "no version" instead of failing with "unknown
+// shorthand flag: '1'" (issue 16, item 8).
+func TestMigrateForceMinusOne(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	if r := cli(t, "migrate", path, "--source", "file://"+filepath.Join(dir, "migrations"), "up"); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := cli(t, "migrate", "--help"); !strings.Contains(r.stdout, "-1 records no version") {
+		t.Fatalf("--help no longer documents force -1: %s", r)
+	}
+	r := cli(t, "migrate", path, "force", "-1")
+	if r.code != 0 {
+		t.Fatalf("migrate DB force -1: %s", r)
+	}
+	r = cli(t, "migrate", path, "version")
+	if r.code != 0 || !strings.Contains(r.stdout, "no version") {
+		t.Fatalf("after force -1: %s", r)
+	}
+	if r := cli(t, "migrate", path, "force", "-2"); r.code != 2 || !strings.Contains(r.stderr, "V must be -1 or more") {
+		t.Errorf("force -2: %s", r)
+	}
+}
