@@ -125,3 +125,34 @@ func TestMigrateForceMinusOne(t *testing.T) {
 		t.Errorf("force -2: %s", r)
 	}
 }
+
+// TestDemoMissedRace: when the raw side's migrations do not collide (one
+// worker never races itself) the demo tries again on a fresh file, up to
+// demoRaceTries times, and then says plainly that this run missed the race
+// instead of showing "once" everywhere without a note (issue 16, item 9).
+func TestDemoMissedRace(t *testing.T) {
+	r := cli(t, "demo", "--workers", "1", "--duration", "200ms", "--json")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var rep demoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("demo --json does not parse: %v\n%s", err, r.stdout)
+	}
+	raw := rep.Runs[0]
+	if raw.Migrations.Collided || raw.Migrations.Tries != demoRaceTries {
+		t.Fatalf("raw migrations: collided %t after %d tries, want no collision after %d", raw.Migrations.Collided, raw.Migrations.Tries, demoRaceTries)
+	}
+	if raw.Load.Commits == 0 {
+		t.Errorf("the last try did not run the workload: %+v", raw.Load)
+	}
+	var b strings.Builder
+	printDemo(&b, rep)
+	if !strings.Contains(b.String(), "this run missed the race: no migration collided in 5 tries") {
+		t.Errorf("the demo output does not say it missed the race:\n%s", b.String())
+	}
+	r = cli(t, "demo", "--workers", "1", "--duration", "200ms")
+	if n := strings.Count(r.stderr, "no collision this time"); r.code != 0 || n != demoRaceTries-1 {
+		t.Errorf("progress lines: %d 'no collision this time', want %d:\n%s", n, demoRaceTries-1, r)
+	}
+}

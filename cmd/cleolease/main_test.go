@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/proctest"
@@ -577,13 +578,39 @@ func TestDemo(t *testing.T) {
 			t.Errorf("cleolease applied %s %d times", v.Name, v.Applications)
 		}
 	}
+	// Issue 16, item 9: the raw side shows the race, or says it missed it.
+	rm := raw.Migrations
+	if rm.Tries < 1 || rm.Tries > demoRaceTries || (!rm.Collided && rm.Tries != demoRaceTries) || (rm.Collided != rm.collided()) {
+		t.Errorf("raw migrations: collided %t after %d tries (bound %d)", rm.Collided, rm.Tries, demoRaceTries)
+	}
+	if m.Tries != 1 {
+		t.Errorf("cleolease migrations ran %d times, want once", m.Tries)
+	}
+	// Issue 16, item 10: the time until a write lands counts failed
+	// attempts, so it is never below the committed attempt's.
+	for _, r := range rep.Runs {
+		if l := r.Load; l.LandP50 < l.P50 || l.LandP99 < l.P99 || l.LandMax < l.Max || l.LandMax == 0 {
+			t.Errorf("%s: landed %v/%v/%v below committed-try %v/%v/%v", r.Label, l.LandP50, l.LandP99, l.LandMax, l.P50, l.P99, l.Max)
+		}
+	}
 	// The table the demo prints without --json.
 	var b bytes.Buffer
 	printDemo(&b, rep)
+	out := b.String()
 	for _, want := range []string{"raw go-sqlite3", "cleolease", "lock errors", "lost updates", "fairness",
-		"p50 / p99 / max", "max applications per migration", "009_rebuild_tasks", "schema version afterwards"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the demo table lacks %q:\n%s", want, b.String())
+		"latency, committed try", "latency, until it lands", "failed attempts retried",
+		"max applications/migration", "009_rebuild_tasks", "schema version afterwards",
+		"\ngrants: ", "\nhand-offs: ", "\ndegraded: ", "\nfenced: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if rm.Collided && !strings.Contains(out, "the race showed on") || !rm.Collided && !strings.Contains(out, "this run missed the race") {
+		t.Errorf("the demo output does not say how the raw race went:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 && strings.ContainsAny(line, "│┌└├") {
+			t.Errorf("a table line is %d columns wide, want at most 100:\n%s", n, line)
 		}
 	}
 }
