@@ -29,11 +29,11 @@ type loadFigures struct {
 	// write's first attempt to its commit, failed attempts retried (see
 	// workerResult.Landed); P50, P99 and Max time only the attempt that
 	// committed.
-	LandP50 time.Duration `json:"land_p50_ns"`
-	LandP99 time.Duration `json:"land_p99_ns"`
-	LandMax time.Duration `json:"land_max_ns"`
-	Ops           map[string]int64  `json:"ops"`
-	Lease         *leaseCounters    `json:"lease,omitempty"` // cleolease only
+	LandP50 time.Duration    `json:"land_p50_ns"`
+	LandP99 time.Duration    `json:"land_p99_ns"`
+	LandMax time.Duration    `json:"land_max_ns"`
+	Ops     map[string]int64 `json:"ops"`
+	Lease   *leaseCounters   `json:"lease,omitempty"` // cleolease only
 }
 
 // leaseCounters are the lease engine counters summed over the workers.
