@@ -216,7 +216,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, o demoOptions) error
 	}
 	rep := demoReport{Workers: o.workers, Goroutines: o.goroutines, Duration: o.duration, Work: o.work, Kept: kept}
 	ui := newProgress(stderr, o.asJSON && !isTerminal(stderr))
-	ui.step("cleolease demo: %d worker processes × %d goroutine(s), %s per run, %d migrations (%s)",
+	ui.step("cleolease demo: %d workers × %d goroutine(s), %s per run, %d migrations (%s)",
 		o.workers, o.goroutines, o.duration, len(versions), set)
 	for _, driver := range []string{"raw", "cleolease"} {
 		run, err := demoOnce(ctx, ui, o, driver, paths[driver], fsys, versions, set)
@@ -311,8 +311,8 @@ func demoFleet(ctx context.Context, ui *progressUI, o demoOptions, run *demoRun,
 			mr.Slowest = time.Since(migStart)
 			mr.Tries, mr.Collided = try, mr.collided()
 			run.Migrations = mr
-			ui.step("%s: migrated in %s: max applications per migration %d, %d of %d processes failed, %s",
-				run.Label, fmtAge(mr.Slowest), mr.MaxApplications, mr.Failed, o.workers, mr.Final)
+			ui.step("%s: migrated in %s; max applications %d; %d/%d processes failed; version %s",
+				run.Label, fmtAge(mr.Slowest), mr.MaxApplications, mr.Failed, o.workers, shortState(mr.Final))
 			if run.Driver == "raw" && !mr.Collided && try < demoRaceTries {
 				ui.step("%s: no collision this time (try %d of up to %d); again on a fresh file", run.Label, try, demoRaceTries)
 				return "", errRetryRace
@@ -511,8 +511,9 @@ func printDemo(w io.Writer, rep demoReport) {
 	raw, cl := rep.Runs[0], rep.Runs[1]
 	fmt.Fprintf(w, "\ncleolease demo: %d processes × %d goroutine(s), %s of writes per run, SQLite %s\n",
 		rep.Workers, rep.Goroutines, rep.Duration, rep.SQLiteVersion)
-	fmt.Fprintf(w, "  raw:       %s\n  cleolease: %s\n", raw.Setup, cl.Setup)
-	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", opMix(cl.Load.Ops))
+	indent := func(s string) string { return strings.ReplaceAll(s, "; ", ";\n             ") }
+	fmt.Fprintf(w, "  raw:       %s\n  cleolease: %s\n", indent(raw.Setup), indent(cl.Setup))
+	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", strings.Replace(opMix(cl.Load.Ops), " (", "\n             (", 1))
 
 	fmt.Fprintf(w, "Start-up migrations (%s), all %d processes at once — applications per migration:\n", cl.Migrations.Set, rep.Workers)
 	mt := newTable(w, "migration", raw.Label, cl.Label)
@@ -628,9 +629,9 @@ func raceNote(raw demoRun) string {
 		what = append(what, "the schema left dirty")
 	}
 	if m.Tries <= 1 {
-		return fmt.Sprintf("%s: the race showed on the first try: %s", raw.Label, strings.Join(what, ", "))
+		return fmt.Sprintf("%s: the race showed on the first try:\n  %s", raw.Label, strings.Join(what, ", "))
 	}
-	return fmt.Sprintf("%s: the race showed on try %d of up to %d, each on a fresh file: %s",
+	return fmt.Sprintf("%s: the race showed on try %d of up to %d, each on a fresh file:\n  %s",
 		raw.Label, m.Tries, demoRaceTries, strings.Join(what, ", "))
 }
 
