@@ -471,7 +471,11 @@ func TestBreakLiveHolder(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("break of a live holder: want exit 1, got %s", r)
 	}
-	oneStderrLine(t, r)
+	// stdout: the holder break saw (and would have broken); stderr: why not.
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "main/jobs: holder") {
+		t.Errorf("stdout: want the holder seen, got %q", r.stdout)
+	}
+	oneStderrLine(t, result{stderr: r.stderr})
 	if !strings.Contains(r.stderr, "refusing to break main/jobs") || !strings.Contains(r.stderr, "alive") || !strings.Contains(r.stderr, strconv.FormatInt(a.pid(), 10)) {
 		t.Errorf("stderr: %s", r.stderr)
 	}
