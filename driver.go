@@ -155,8 +155,7 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 // also opens the file's lease engine (creating the lease tables). Errors:
 // ErrPrivateMemory for an empty DSN, ErrFileChanged when the path now names
 // another file than the one the engine was opened on, SQLite's own error
-// when the file cannot be opened, wrapped to name the file (errors.As still
-// finds the sqlite3.Error).
+// when the file cannot be opened.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.SQLiteDSN == "" {
 		return nil, ErrPrivateMemory
