@@ -6,8 +6,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"sync"
-
-	"github.com/cleocode/cleolease/lease"
 )
 
 // BeginTx starts a transaction. go-sqlite3 ignores driver.TxOptions
@@ -50,7 +48,7 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		if tx.restoreQueryOnly, err = lc.queryOnly(); err != nil {
 			return nil, err
 		}
-		if err := lc.begin(ctx, "BEGIN"); err != nil {
+		if _, err := lc.SQLiteConn.ExecContext(context.WithoutCancel(ctx), "BEGIN", nil); err != nil {
 			return nil, err
 		}
 		if _, err := lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 1", nil); err != nil {
@@ -61,15 +59,11 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		lc.tx = tx
 		return tx, nil
 	}
-	h, err := lc.c.acquire(ctx)
+	w, err := lc.startWrite(ctx, class{write: true, fenceable: true}, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := lc.beginImmediate(ctx, h); err != nil {
-		releaseHold(h)
-		return nil, err
-	}
-	tx.hold = h
+	tx.w = w
 	lc.tx = tx
 	return tx, nil
 }
@@ -99,7 +93,7 @@ func (lc *leaseConn) queryOnly() (bool, error) {
 // when the connection closes.
 type leaseTx struct {
 	lc               *leaseConn
-	hold             *lease.Hold // nil: read-only, or no lease (opt-out)
+	w                *leasedWrite // nil: read-only
 	readOnly         bool
 	restoreQueryOnly bool
 	once             sync.Once
@@ -116,12 +110,15 @@ func (tx *leaseTx) Commit() error {
 		}
 		return err
 	}
-	return tx.lc.commitFenced(tx.hold)
+	return tx.w.finish(nil)
 }
 
 // Rollback rolls the transaction back and ends its hold.
 func (tx *leaseTx) Rollback() error {
 	defer tx.end()
+	if tx.w != nil {
+		return tx.w.abort()
+	}
 	if tx.lc.SQLiteConn.AutoCommit() {
 		return nil
 	}
@@ -137,6 +134,8 @@ func (tx *leaseTx) end() {
 		if tx.readOnly && !tx.restoreQueryOnly {
 			tx.lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 0", nil)
 		}
-		releaseHold(tx.hold)
+		if tx.w != nil {
+			tx.w.release()
+		}
 	})
 }
