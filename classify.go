@@ -13,7 +13,7 @@ import (
 type class struct {
 	write     bool  // may write: some statement is not sqlite3_stmt_readonly
 	fenceable bool  // may run inside the driver's BEGIN IMMEDIATE … COMMIT
-	refuse    error // the string must not run on a leased connection
+	refuse    error // the string must not run (nor be prepared) on a leased connection
 }
 
 // ErrExclusiveLocking is returned, without running anything, for a
@@ -62,6 +62,9 @@ func (lc *leaseConn) classify(query string) (class, error) {
 }
 
 func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
+	if refusesLocking(query) {
+		return class{refuse: ErrExclusiveLocking}, nil
+	}
 	var k class
 	n := 0 // statements that are not empty
 	for rest := query; rest != ""; {
@@ -70,7 +73,7 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 			if n == 0 {
 				return class{}, err
 			}
-			return class{write: true, refuse: k.refuse}, nil
+			return class{write: true}, nil
 		}
 		s := ds.(*sqlite3.SQLiteStmt)
 		tail := stmtTail(s)
@@ -82,9 +85,6 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 			}
 			if n == 1 {
 				k.fenceable = !unfenced[firstKeyword(text)]
-			}
-			if exclusiveLocking(text) {
-				k.refuse = ErrExclusiveLocking
 			}
 		}
 		s.Close()
@@ -121,6 +121,37 @@ var exclusiveLockingRE = regexp.MustCompile(`(?is)^\s*pragma\s+(?:["'\x60\[]?\w+
 // before it) sets locking_mode to EXCLUSIVE.
 func exclusiveLocking(stmt string) bool {
 	return exclusiveLockingRE.MatchString(stripLeadingComments(stmt))
+}
+
+// refusesLocking reports whether any statement of query sets locking_mode
+// to EXCLUSIVE. It must be decided from the text, before SQLite prepares
+// anything: SQLite applies PRAGMA locking_mode while preparing it
+// (sqlite.org/pragma.html#pragma_locking_mode takes effect on the
+// connection at once). Statements are split at every ';', quotes
+// ignored, which can only refuse more, never less.
+func refusesLocking(query string) bool {
+	if !mentionsLockingMode(query) {
+		return false
+	}
+	for _, part := range strings.Split(query, ";") {
+		if exclusiveLocking(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionsLockingMode reports, without allocating, whether q contains
+// "locking_mode" in any case: the cheap test before classify inside the
+// driver's own transaction.
+func mentionsLockingMode(q string) bool {
+	const w = "locking_mode"
+	for i := 0; i+len(w) <= len(q); i++ {
+		if (q[i] == 'l' || q[i] == 'L') && strings.EqualFold(q[i:i+len(w)], w) {
+			return true
+		}
+	}
+	return false
 }
 
 // stripLeadingComments drops white space, ';' and SQL comments before the

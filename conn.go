@@ -122,26 +122,35 @@ type leaseConn struct {
 	engine  *lease.Engine // the connector's, cached at first use
 }
 
-// route decides how a statement string of class k (known) or query
-// (classified here) runs on this connection: directly (false), or as a
-// leased write (true). A write inside a transaction the driver did not
-// begin is refused with ErrForeignTransaction.
+// route decides how a statement string runs on this connection: directly
+// (leased false), or as a leased write. known is the class judged at
+// Prepare; nil means classify query. Errors: ErrForeignTransaction for a
+// write inside a transaction the driver did not begin, ErrExclusiveLocking,
+// ErrFileChanged, and SQLite's own error for text it cannot prepare.
 func (lc *leaseConn) route(query string, known *class) (k class, leased bool, err error) {
 	if err := lc.fileCheck(); err != nil {
 		return class{}, false, err
 	}
-	if lc.tx != nil || !lc.c.leased() {
+	if !lc.c.leased() {
 		return class{}, false, nil
 	}
-	if known != nil {
+	inTx := lc.tx != nil
+	switch {
+	case known != nil:
 		k = *known
-	} else if k, err = lc.classify(query); err != nil {
-		return class{}, false, err
+	case inTx && !mentionsLockingMode(query):
+		// Inside the driver's transaction the lease is held: only a
+		// locking-mode change needs a look.
+		return class{}, false, nil
+	default:
+		if k, err = lc.classify(query); err != nil {
+			return class{}, false, err
+		}
 	}
 	switch {
 	case k.refuse != nil:
 		return k, false, k.refuse
-	case !k.write:
+	case inTx || !k.write:
 		return k, false, nil
 	case !lc.SQLiteConn.AutoCommit():
 		return k, false, ErrForeignTransaction
@@ -240,6 +249,9 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
 	}
+	if lc.c.leased() && refusesLocking(query) {
+		return nil, ErrExclusiveLocking
+	}
 	st, err := lc.SQLiteConn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -247,9 +259,6 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	s := st.(*sqlite3.SQLiteStmt)
 	// go-sqlite3 runs only the first statement of a prepared string.
 	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
-	if exclusiveLocking(query[:len(query)-len(stmtTail(s))]) {
-		k.refuse = ErrExclusiveLocking
-	}
 	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k}, nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -158,7 +159,7 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 // when the file cannot be opened.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.SQLiteDSN == "" {
-		return nil, ErrPrivateMemory
+		return nil, fmt.Errorf("%w (the DSN is empty: SQLite would open a private temporary on-disk database, deleted when its connection closes)", ErrPrivateMemory)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -214,7 +215,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return c.engine.CheckFile()
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.cfg.Logger, MemoryOnly: c.memory,
 	})
 	if err != nil {
