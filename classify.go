@@ -144,10 +144,14 @@ func refusesLocking(query string) bool {
 // mentionsLockingMode reports, without allocating, whether q contains
 // "locking_mode" in any case: the cheap test before classify inside the
 // driver's own transaction.
-func mentionsLockingMode(q string) bool {
-	const w = "locking_mode"
+func mentionsLockingMode(q string) bool { return mentionsWord(q, "locking_mode") }
+
+// mentionsWord reports, without allocating, whether q contains w (lower
+// case, ASCII) in any case. Comments and literals count: a false positive
+// only costs a slower path.
+func mentionsWord(q, w string) bool {
 	for i := 0; i+len(w) <= len(q); i++ {
-		if (q[i] == 'l' || q[i] == 'L') && strings.EqualFold(q[i:i+len(w)], w) {
+		if q[i]|0x20 == w[0] && strings.EqualFold(q[i:i+len(w)], w) {
 			return true
 		}
 	}

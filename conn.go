@@ -259,7 +259,7 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	s := st.(*sqlite3.SQLiteStmt)
 	// go-sqlite3 runs only the first statement of a prepared string.
 	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
-	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k}, nil
+	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
 }
 
 // ResetSession refuses to hand out again a connection left inside a

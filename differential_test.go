@@ -378,6 +378,8 @@ func TestDifferentialCases(t *testing.T) {
 			seq("exec", "INSERT INTO t(a, b, e) VALUES (?, ?, ?)", int64(1), true, 1.5),
 			seq("exec", "INSERT INTO t(a, b, e) VALUES (?, ?, ?)", int32(2), "s", float32(2.5)),
 			seq("exec", "INSERT INTO t(a, b) VALUES (?, ?)", uint64(3), []int{1}),
+			seq("exec", "INSERT INTO t(a) VALUES (?)", uint64(1<<63)),
+			seq("exec", "INSERT INTO t(a) VALUES (?)", struct{}{}),
 			seq("query", "SELECT * FROM t ORDER BY a"),
 		},
 		"several statements": {
@@ -420,6 +422,10 @@ func TestDifferentialCases(t *testing.T) {
 			seq("prepare-query", "SELECT a FROM t WHERE a > ?", 0),
 			seq("prepare-exec", "SELEC 1"),
 			seq("prepare-exec", "INSERT INTO t(a) VALUES (:a)", sql.Named("a", 4)),
+			seq("prepare-exec", "INSERT INTO t(a) VALUES (?) RETURNING a, rowid", 5),
+			seq("prepare-exec", "UPDATE t SET b = 'r' WHERE a > ? RETURNING a", 0),
+			seq("prepare-exec", "INSERT INTO t(a) VALUES (?) RETURNING a", 5),
+			seq("query", "SELECT a, b FROM t ORDER BY a"),
 		},
 		"transactions": {
 			seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("query", "SELECT count(*) FROM t"),
@@ -447,6 +453,45 @@ func TestDifferentialCases(t *testing.T) {
 			seq("query", "PRAGMA table_info(t)"), seq("exec", "PRAGMA nope"),
 			seq("query", "PRAGMA journal_mode"), seq("exec", "PRAGMA user_version = ?", 3),
 		},
+	}
+	ts1 := time.Date(2012, time.April, 6, 22, 50, 0, 0, time.UTC)
+	ts2 := time.Date(2006, time.January, 2, 15, 4, 5, 123456789, time.UTC)
+	tz := time.FixedZone("TEST", -9*3600-13*60)
+	stamps := []dop{seq("exec", "CREATE TABLE foo(id INTEGER, ts timeSTAMP, dt DATETIME)")}
+	for i, v := range []any{
+		"nonsense", "0000-00-00 00:00:00", time.Time{}.Unix(), ts1, ts2.Unix(), ts2.UnixNano() / int64(time.Millisecond),
+		ts1.In(tz), ts1.Format("2006-01-02 15:04:05.000"), ts1.Format("2006-01-02T15:04:05"), ts2,
+		"2006-01-02T05:51:05.123456789-09:13", "2012-11-04", "2012-11-04 00:00", "2012-11-04T00:00:00.000Z", "2012-11-04Z",
+	} {
+		stamps = append(stamps, seq("exec", "INSERT INTO foo(id, ts, dt) VALUES (?, ?, ?)", i, v, v))
+	}
+	stamps = append(stamps, seq("query", "SELECT id, ts, dt FROM foo ORDER BY id"), seq("query", "SELECT id, ts FROM foo WHERE ts = ?", ts1))
+	// Ported from go-sqlite3 v1.14.53's sqlite3_test.go (the tests that use
+	// only database/sql).
+	cases["go-sqlite3 TestTimestamp"] = stamps
+	cases["go-sqlite3 TestExecer, TestQueryer"] = []dop{
+		seq("exec", "create table foo (id integer); -- one comment\n insert into foo(id) values(?);\n insert into foo(id) values(?);\n insert into foo(id) values(?); -- another comment\n", 1, 2, 3),
+		seq("exec", "insert into foo(id) values(?);\ninsert into foo(id) values(?);", 5, 4),
+		seq("query", "\n\t\tselect id from foo order by id;\n\t"),
+	}
+	cases["go-sqlite3 TestExecWithoutArgsStopsAtMissingArgs"] = []dop{
+		seq("exec", "CREATE TABLE x1 (x INTEGER)"),
+		seq("exec", "INSERT INTO x1 VALUES (7); INSERT INTO x1 VALUES (?); INSERT INTO x1 VALUES (9)"),
+		seq("queryrow", "SELECT group_concat(coalesce(x, 'NULL')) FROM x1"),
+	}
+	cases["go-sqlite3 TestQueryCommentOnly, TestNonColumnString"] = []dop{
+		seq("queryrow", ""), seq("queryrow", "   "), seq("queryrow", "-- comment"), seq("query", "---- comment\n"),
+		seq("exec", "/* block */"), seq("queryrow", "SELECT 'hello'"),
+	}
+	cases["go-sqlite3 TestNamedParamClearBindings, TestStringContainingZero, TestBooleanRoundtrip, TestFloat32, TestNull"] = []dop{
+		seq("exec", "insert into t(a, b, e) values($x, $y, $z)", sql.Named("x", 1), sql.Named("y", "two"), sql.Named("z", 3.0)),
+		seq("exec", "insert into t(a, b, e) values($x, $y, $z)", sql.Named("x", 10), sql.Named("y", nil), sql.Named("z", nil)),
+		seq("exec", "insert into t(a, b) values(?, ?)", 11, "a\x00b"),
+		seq("exec", "insert into t(a, b) values(?, ?)", 12, true),
+		seq("exec", "insert into t(a, e) values(?, ?)", 13, float32(1.25)),
+		seq("exec", "insert into t(a, c) values(?, ?)", 14, []byte(nil)),
+		seq("query", "select a, b, c, e, typeof(b), typeof(c) from t order by a"),
+		seq("queryrow", "select NULL"),
 	}
 	for name, ops := range cases {
 		t.Run(name, func(t *testing.T) { runDifferential(t, ops) })

@@ -15,8 +15,9 @@ import (
 // go-sqlite3 v1.14.53 dereferences its NULL statement handle and crashes.
 type leaseStmt struct {
 	*sqlite3.SQLiteStmt
-	lc *leaseConn
-	k  class
+	lc        *leaseConn
+	k         class
+	returning bool // the text has a RETURNING clause (see execReturning)
 }
 
 var (
@@ -36,7 +37,36 @@ func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 	if !leased {
 		return run()
 	}
+	if s.returning && k.fenceable {
+		run = func() (driver.Result, error) { return s.execReturning(ctx, args) }
+	}
 	return s.lc.leasedExec(ctx, k, run)
+}
+
+// execReturning is Exec of a statement with a RETURNING clause inside the
+// driver's transaction. go-sqlite3's Exec takes one step and leaves such a
+// statement active (until its next run or Close), which would make the
+// driver's COMMIT fail with "SQL statements in progress". Here the step is
+// taken through Query, the result read as go-sqlite3 reads it after that
+// step (last_insert_rowid() and changes()), and the statement reset.
+func (s *leaseStmt) execReturning(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	rows, err := s.SQLiteStmt.QueryContext(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids, err := s.lc.SQLiteConn.QueryContext(context.Background(), "SELECT last_insert_rowid(), changes()", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ids.Close()
+	v := make([]driver.Value, 2)
+	if err := ids.Next(v); err != nil {
+		return nil, err
+	}
+	id, _ := v[0].(int64)
+	n, _ := v[1].(int64)
+	return result{id: id, n: n}, nil
 }
 
 func (s *leaseStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -64,7 +94,10 @@ func (s *leaseStmt) Query(args []driver.Value) (driver.Rows, error) {
 
 // emptyResult is go-sqlite3's result for a string with no statement in it:
 // LastInsertId and RowsAffected both 0.
-type emptyResult struct{}
+type emptyResult = result
 
-func (emptyResult) LastInsertId() (int64, error) { return 0, nil }
-func (emptyResult) RowsAffected() (int64, error) { return 0, nil }
+// result is a driver.Result with go-sqlite3's values.
+type result struct{ id, n int64 }
+
+func (r result) LastInsertId() (int64, error) { return r.id, nil }
+func (r result) RowsAffected() (int64, error) { return r.n, nil }
