@@ -99,7 +99,8 @@ type queryer interface {
 //	on the open transaction or connection when there is one;
 //	begin, commit, rollback: a transaction; conn, close: a *sql.Conn;
 //	cancelled-exec, cancelled-query, cancelled-begin: with a context that
-//	is already cancelled.
+//	is already cancelled; deadline-exec, deadline-query: with a context
+//	that expires while the statement runs.
 func (s *session) runOp(o dop) string {
 	ctx := context.Background()
 	var q queryer = s.db
@@ -114,6 +115,14 @@ func (s *session) runOp(o dop) string {
 		cancel()
 		ctx = c
 		via = strings.TrimPrefix(via, "cancelled-")
+	}
+	if strings.HasPrefix(via, "deadline-") {
+		// For statements that run far longer than the deadline: the
+		// outcome, not the time, is compared.
+		c, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+		defer cancel()
+		ctx = c
+		via = strings.TrimPrefix(via, "deadline-")
 	}
 	switch via {
 	case "exec":
@@ -445,6 +454,13 @@ func TestDifferentialCases(t *testing.T) {
 			seq("cancelled-exec", "INSERT INTO t(a) VALUES (1)"), seq("cancelled-query", "SELECT 1"),
 			seq("cancelled-begin", ""), seq("cancelled-exec", "SELECT 1"),
 			seq("begin", ""), seq("cancelled-exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
+			seq("query", "SELECT count(*) FROM t"),
+			// go-sqlite3's TestExecCancel / TestQueryRowContextCancel: a
+			// statement interrupted by its context returns the context's
+			// error and, for a write, changes nothing.
+			seq("deadline-exec", "INSERT INTO t(b) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c LIMIT 1000000000"),
+			seq("deadline-query", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c LIMIT 1000000000"),
+			seq("deadline-query", "INSERT INTO t(b) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c LIMIT 1000000000 RETURNING b"),
 			seq("query", "SELECT count(*) FROM t"),
 		},
 		"pragmas": {
