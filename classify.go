@@ -14,6 +14,7 @@ type class struct {
 	write     bool  // may write: some statement is not sqlite3_stmt_readonly
 	fenceable bool  // may run inside the driver's BEGIN IMMEDIATE … COMMIT
 	refuse    error // the string must not run (nor be prepared) on a leased connection
+	inputs    int   // parameters of the first statement (go-sqlite3 checks them first)
 }
 
 // ErrExclusiveLocking is returned, without running anything, for a
@@ -85,6 +86,7 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 			}
 			if n == 1 {
 				k.fenceable = !unfenced[firstKeyword(text)]
+				k.inputs = s.NumInput()
 			}
 		}
 		s.Close()

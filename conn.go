@@ -124,10 +124,10 @@ type leaseConn struct {
 
 // route decides how a statement string runs on this connection: directly
 // (leased false), or as a leased write. known is the class judged at
-// Prepare; nil means classify query. Errors: ErrForeignTransaction for a
+// Prepare; nil means classify query. nargs is the number of arguments. Errors: ErrForeignTransaction for a
 // write inside a transaction the driver did not begin, ErrExclusiveLocking,
 // ErrFileChanged, and SQLite's own error for text it cannot prepare.
-func (lc *leaseConn) route(query string, known *class) (k class, leased bool, err error) {
+func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leased bool, err error) {
 	if err := lc.fileCheck(); err != nil {
 		return class{}, false, err
 	}
@@ -152,6 +152,10 @@ func (lc *leaseConn) route(query string, known *class) (k class, leased bool, er
 		return k, false, k.refuse
 	case inTx || !k.write:
 		return k, false, nil
+	case nargs < k.inputs:
+		// go-sqlite3 refuses it ("not enough args") before running
+		// anything: its own error, without waiting for the lease.
+		return k, false, nil
 	case !lc.SQLiteConn.AutoCommit():
 		return k, false, ErrForeignTransaction
 	}
@@ -162,7 +166,7 @@ func (lc *leaseConn) route(query string, known *class) (k class, leased bool, er
 // write. An autocommit write runs inside the driver's own BEGIN IMMEDIATE,
 // fenced just before COMMIT, unless it cannot run in a transaction.
 func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	k, leased, err := lc.route(query, nil)
+	k, leased, err := lc.route(query, nil, len(args))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +182,7 @@ func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []drive
 // VACUUM, several statements) runs to completion under the lease and
 // commits before QueryContext returns; its rows come back buffered.
 func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	k, leased, err := lc.route(query, nil)
+	k, leased, err := lc.route(query, nil, len(args))
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 	if stmtEmpty(s.SQLiteStmt) {
 		return emptyResult{}, nil // go-sqlite3 would crash (NULL statement)
 	}
-	k, leased, err := s.lc.route("", &s.k)
+	k, leased, err := s.lc.route("", &s.k, len(args))
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (s *leaseStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 	if stmtEmpty(s.SQLiteStmt) {
 		return &bufferedRows{}, nil // go-sqlite3 would crash (NULL statement)
 	}
-	k, leased, err := s.lc.route("", &s.k)
+	k, leased, err := s.lc.route("", &s.k, len(args))
 	if err != nil {
 		return nil, err
 	}
