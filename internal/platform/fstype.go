@@ -35,6 +35,11 @@ type FSInfo struct {
 	Note string
 }
 
+// FileSystem exists on every GOOS (fstype_linux.go, fstype_bsd.go,
+// fstype_windows.go, fstype_other.go): a GOOS without one fails to compile
+// here rather than in a caller that go vet does not reach.
+var _ func(dir string) (FSInfo, error) = FileSystem
+
 // ErrUnsupported is returned (wrapped) by FileSystem on an operating system
 // where cleolease cannot tell a filesystem's type.
 var ErrUnsupported = errors.New("platform: filesystem type detection not supported on this OS")
