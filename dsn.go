@@ -69,6 +69,9 @@ type Config struct {
 	// fenced; its side effects outside the database are not. Default false:
 	// a provably live holder is never robbed.
 	StealAfterTTL bool
+	// NetworkFS (_lease_network_fs) refuses (default; "" means refuse) or
+	// allows a database on a network filesystem; see NetworkFSError.
+	NetworkFS NetworkFS
 
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
 	MigrationsTable    string // _migrations_table
@@ -106,6 +109,7 @@ func NewConfig() *Config {
 		Priority:        DefaultPriority,
 		Slice:           DefaultSlice,
 		Linger:          DefaultLinger,
+		NetworkFS:       NetworkFSRefuse,
 		MigrationsTable: DefaultMigrationsTable,
 	}
 }
@@ -211,6 +215,19 @@ var leaseParams = []leaseParam{
 		}
 		return "must be off, local or require"
 	}, func(c *Config) string { return string(c.Mode) }},
+	{"_lease_network_fs", func(c *Config, v string) string {
+		switch p := NetworkFS(v); p {
+		case NetworkFSAllow, NetworkFSRefuse:
+			c.NetworkFS = p
+			return ""
+		}
+		return "must be allow or refuse"
+	}, func(c *Config) string {
+		if c.NetworkFS == "" {
+			return string(NetworkFSRefuse)
+		}
+		return string(c.NetworkFS)
+	}},
 	{"_lease_priority", func(c *Config, v string) string {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
