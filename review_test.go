@@ -1,0 +1,124 @@
+package cleolease_test
+
+import (
+	"testing"
+)
+
+// Review 13: calls whose outcome differs between go-sqlite3 (opened with
+// cleolease's effective DSN) and cleolease, outside the README's closed list
+// of "Differences from go-sqlite3". Each test runs the same calls through
+// both drivers with the differential harness (runDifferential) and fails
+// while the difference remains.
+
+// An autocommit write whose statement fails under the FAIL conflict
+// resolution (INSERT OR FAIL, a column's ON CONFLICT FAIL, RAISE(FAIL) in a
+// trigger) keeps the rows the statement changed before the failure: SQLite
+// does not back out a FAIL statement, and in autocommit mode those changes
+// are committed. cleolease runs the statement inside its own BEGIN
+// IMMEDIATE and rolls the whole transaction back on any error, so the
+// earlier rows are lost. go-sqlite3: error, rows 1 and 2 present;
+// cleolease: same error, no rows.
+func TestReviewInsertOrFailKeepsEarlierRows(t *testing.T) {
+	runDifferential(t, []dop{
+		seq("exec", "INSERT OR FAIL INTO t(a) VALUES (1),(2),(1),(3)"),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	})
+}
+
+func TestReviewRaiseFailKeepsEarlierRows(t *testing.T) {
+	runDifferential(t, []dop{
+		seq("exec", "CREATE TABLE rf(x)"),
+		seq("exec", "CREATE TRIGGER rft BEFORE INSERT ON rf WHEN NEW.x = 3 BEGIN SELECT RAISE(FAIL, 'no three'); END"),
+		seq("exec", "INSERT INTO rf(x) VALUES (1),(2),(3),(4)"),
+		seq("query", "SELECT x FROM rf ORDER BY x"),
+	})
+}
+
+// The same through a prepared statement and through Query (both fenced).
+func TestReviewOnConflictFailPreparedAndQuery(t *testing.T) {
+	runDifferential(t, []dop{
+		seq("exec", "CREATE TABLE cf(x UNIQUE ON CONFLICT FAIL)"),
+		seq("prepare-exec", "INSERT INTO cf(x) VALUES (?),(?),(?)", 1, 2, 1),
+		seq("query", "INSERT INTO cf(x) VALUES (5),(6),(5) RETURNING x"),
+		seq("query", "SELECT x FROM cf ORDER BY x"),
+	})
+}
+
+// A deferred foreign-key violation by a write issued through Query: in
+// autocommit mode SQLite checks it when the statement ends, so go-sqlite3
+// returns the RETURNING row and then the error from rows.Err(). cleolease
+// runs the statement in its own transaction, the violation surfaces at its
+// COMMIT, and Query itself fails: no row, error from Query.
+func TestReviewDeferredForeignKeyThroughQuery(t *testing.T) {
+	runDifferential(t, []dop{
+		seq("exec", "CREATE TABLE df(pid INTEGER REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)"),
+		seq("query", "INSERT INTO df VALUES (43) RETURNING pid"),
+	})
+}
+
+// refusesLocking splits the text at every ';' with quotes and comments
+// ignored, so text that merely mentions the pragma inside a string literal
+// or a comment is refused with ErrExclusiveLocking, where go-sqlite3 runs
+// it. The README's difference covers "PRAGMA locking_mode=EXCLUSIVE through
+// any call", not a SELECT or INSERT of a literal.
+func TestReviewLockingModeInLiteralOrComment(t *testing.T) {
+	t.Run("select literal", func(t *testing.T) {
+		runDifferential(t, []dop{seq("query", "SELECT 'a; PRAGMA locking_mode=EXCLUSIVE'")})
+	})
+	t.Run("insert literal", func(t *testing.T) {
+		runDifferential(t, []dop{seq("exec", "INSERT INTO t(b) VALUES ('x;pragma locking_mode = exclusive')")})
+	})
+	t.Run("comment", func(t *testing.T) {
+		runDifferential(t, []dop{seq("query", "SELECT 1 -- ; PRAGMA locking_mode = EXCLUSIVE")})
+	})
+	t.Run("prepare literal", func(t *testing.T) {
+		runDifferential(t, []dop{seq("prepare-query", "SELECT '; PRAGMA locking_mode=EXCLUSIVE'")})
+	})
+}
+
+// The lease tables live in the user's database file: the schema, the
+// sqlite_sequence table (the lease tables use AUTOINCREMENT), the page count
+// and the WAL's frame count all differ from go-sqlite3's. The README
+// mentions the tables under "How the lease works" but not in the closed
+// list of differences.
+func TestReviewLeaseTablesVisible(t *testing.T) {
+	t.Run("sqlite_master", func(t *testing.T) {
+		runDifferential(t, []dop{seq("query", "SELECT type, name FROM sqlite_master ORDER BY name")})
+	})
+	t.Run("sqlite_sequence", func(t *testing.T) {
+		runDifferential(t, []dop{seq("query", "SELECT name, seq FROM sqlite_sequence")})
+	})
+	t.Run("page_count", func(t *testing.T) {
+		runDifferential(t, []dop{seq("query", "PRAGMA page_count")})
+	})
+	t.Run("wal_checkpoint", func(t *testing.T) {
+		runDifferential(t, []dop{seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("query", "PRAGMA wal_checkpoint")})
+	})
+}
+
+// Tx.Rollback after the transaction was ended by hand inside it (Exec of
+// ROLLBACK, COMMIT or END): go-sqlite3's Rollback runs ROLLBACK and returns
+// SQLite's "cannot rollback - no transaction is active"; cleolease's
+// leasedWrite.abort sees autocommit and returns nil.
+func TestReviewRollbackAfterManualEnd(t *testing.T) {
+	for _, end := range []string{"ROLLBACK", "COMMIT", "END"} {
+		t.Run(end, func(t *testing.T) {
+			runDifferential(t, []dop{
+				seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("exec", end), seq("rollback", ""),
+			})
+		})
+	}
+}
+
+// Leaving WAL mode (PRAGMA journal_mode=DELETE/TRUNCATE/…) needs an
+// exclusive lock; the lease engine's private connection keeps the file open
+// in WAL mode, so the pragma fails at once with SQLITE_BUSY ("database is
+// locked") where go-sqlite3 (one pooled connection) switches.
+func TestReviewLeaveWALMode(t *testing.T) {
+	t.Run("exec", func(t *testing.T) {
+		runDifferential(t, []dop{seq("exec", "PRAGMA journal_mode = DELETE"), seq("query", "PRAGMA journal_mode")})
+	})
+	t.Run("query", func(t *testing.T) {
+		runDifferential(t, []dop{seq("query", "PRAGMA journal_mode = TRUNCATE")})
+	})
+}
