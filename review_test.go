@@ -122,3 +122,34 @@ func TestReviewLeaveWALMode(t *testing.T) {
 		runDifferential(t, []dop{seq("query", "PRAGMA journal_mode = TRUNCATE")})
 	})
 }
+
+// classify prepares every statement of a string before go-sqlite3 runs any,
+// and SQLite applies many PRAGMA settings while preparing them (the flag
+// pragmas such as foreign_keys, query_only, recursive_triggers; busy_timeout,
+// cache_size, synchronous, …). When go-sqlite3 stops before a later PRAGMA
+// (an earlier statement fails, or arguments are missing), go-sqlite3 never
+// prepares it, so the setting is unchanged; through cleolease it has already
+// taken effect. Here foreign keys end up OFF on the connection, and a later
+// insert that violates a foreign key succeeds through cleolease while
+// go-sqlite3 refuses it.
+func TestReviewClassifyAppliesLaterPragmas(t *testing.T) {
+	t.Run("after a failing statement", func(t *testing.T) {
+		runDifferential(t, []dop{
+			seq("exec", "INSERT INTO t(a) VALUES (1); INSERT INTO t(a) VALUES (1); PRAGMA foreign_keys = OFF"),
+			seq("exec", "INSERT INTO ch(pid) VALUES (42)"),
+			seq("query", "PRAGMA foreign_keys"),
+		})
+	})
+	t.Run("after missing arguments", func(t *testing.T) {
+		runDifferential(t, []dop{
+			seq("exec", "INSERT INTO t(a) VALUES (?); PRAGMA foreign_keys = OFF"),
+			seq("query", "PRAGMA foreign_keys"),
+		})
+	})
+	t.Run("busy_timeout", func(t *testing.T) {
+		runDifferential(t, []dop{
+			seq("exec", "INSERT INTO t(a) VALUES (?); PRAGMA busy_timeout = 7"),
+			seq("query", "PRAGMA busy_timeout"),
+		})
+	})
+}
