@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease"
 )
 
 // nativeConn returns the *sqlite3.SQLiteConn behind a value sql.Conn.Raw
@@ -88,5 +91,43 @@ func TestReviewAuthorizerSeesDriverStatements(t *testing.T) {
 				t.Fatalf("INSERT under an authorizer differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
 			}
 		})
+	}
+}
+
+// A DSN with _query_only=1 (go-sqlite3's read-only connection setting) on a
+// database that has no lease tables yet (any file created without
+// cleolease): go-sqlite3 reads it; cleolease's first connect fails with
+// "attempt to write a readonly database" (its lease engine creates its tables
+// through a connection opened with the same DSN), so even Ping and SELECT
+// fail. Only mode=ro is recognised as a read-only open.
+func TestReviewQueryOnlyDSNOnPlainFile(t *testing.T) {
+	dir := t.TempDir()
+	outcome := func(drv, name string) string {
+		ctx := context.Background()
+		p := filepath.Join(dir, name)
+		setup, err := sql.Open("sqlite3", "file:"+p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := setup.Exec("CREATE TABLE t(a); INSERT INTO t VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		setup.Close()
+		dsn := "file:" + p + "?_query_only=1"
+		if drv == "sqlite3" {
+			if dsn, err = cleolease.EffectiveSQLiteDSN(dsn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db, err := sql.Open(drv, dsn)
+		if err != nil {
+			return "open: " + err.Error()
+		}
+		defer db.Close()
+		rows, err := db.QueryContext(ctx, "SELECT a FROM t")
+		return fmtRows(ctx, rows, err)
+	}
+	if want, got := outcome("sqlite3", "raw.db"), outcome("cleolease", "cl.db"); want != got {
+		t.Fatalf("SELECT with _query_only=1 differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
 	}
 }
