@@ -131,3 +131,37 @@ func TestReviewQueryOnlyDSNOnPlainFile(t *testing.T) {
 		t.Fatalf("SELECT with _query_only=1 differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
 	}
 }
+
+// BeginTx (read-only or not) on a *sql.Conn left inside a hand-written
+// BEGIN: go-sqlite3 returns SQLite's own error, sqlite3.Error code 1 "cannot
+// start a transaction within a transaction"; cleolease returns
+// ErrForeignTransaction, which is no sqlite3.Error. The README's row covers a
+// write inside such a transaction (which go-sqlite3 runs); here both refuse,
+// with different errors.
+func TestReviewBeginTxInsideHandWrittenBegin(t *testing.T) {
+	raw, cl := openTwins(t, "")
+	outcome := func(db *sql.DB, opts *sql.TxOptions) string {
+		ctx := context.Background()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		defer c.ExecContext(ctx, "ROLLBACK")
+		tx, err := c.BeginTx(ctx, opts)
+		if tx != nil {
+			tx.Rollback()
+		}
+		return fmtErr(ctx, err)
+	}
+	for name, opts := range map[string]*sql.TxOptions{"default": nil, "read-only": {ReadOnly: true}} {
+		t.Run(name, func(t *testing.T) {
+			if want, got := outcome(raw, opts), outcome(cl, opts); want != got {
+				t.Fatalf("BeginTx differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
+			}
+		})
+	}
+}
