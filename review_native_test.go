@@ -165,3 +165,60 @@ func TestReviewBeginTxInsideHandWrittenBegin(t *testing.T) {
 		})
 	}
 }
+
+// A write that touches only the TEMP schema (or an attached in-memory
+// database) while another connection of the process holds the main file's
+// write lock in a transaction: go-sqlite3 runs it at once (it locks only the
+// temp database); cleolease judges it a write (sqlite3_stmt_readonly is
+// false), waits for the lease held by that transaction (_lease_wait), then
+// BEGIN IMMEDIATE waits busy_timeout for main's write lock and fails with
+// SQLITE_BUSY. With the defaults that is 30 s + 30 s before "database is
+// locked" for a scratch-table insert. (Short waits here to keep it quick.)
+func TestReviewTempWriteWaitsForMainWriter(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	outcome := func(drv string) string {
+		dsn := "file:" + filepath.Join(dir, drv+".db") + "?_lease_wait=200ms&_busy_timeout=200"
+		if drv == "sqlite3" {
+			var err error
+			if dsn, err = cleolease.EffectiveSQLiteDSN(dsn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db1, err := sql.Open(drv, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db1.Close()
+		db2, err := sql.Open(drv, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db2.Close()
+		db2.SetMaxOpenConns(1)
+		for _, q := range []string{"CREATE TABLE t(a)"} {
+			if _, err := db1.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range []string{"CREATE TEMP TABLE scratch(x)", "ATTACH ':memory:' AS m", "CREATE TABLE m.mm(x)"} {
+			if _, err := db2.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tx, err := db1.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec("INSERT INTO t VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+		r1, err1 := db2.Exec("INSERT INTO scratch VALUES (1)")
+		r2, err2 := db2.Exec("INSERT INTO m.mm VALUES (1)")
+		return "temp: " + fmtResult(ctx, r1, err1) + "; attached memory: " + fmtResult(ctx, r2, err2)
+	}
+	if want, got := outcome("sqlite3"), outcome("cleolease"); want != got {
+		t.Fatalf("TEMP write while main is write-locked differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
+	}
+}
