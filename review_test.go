@@ -1,6 +1,7 @@
 package cleolease_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -151,5 +152,44 @@ func TestReviewClassifyAppliesLaterPragmas(t *testing.T) {
 			seq("exec", "INSERT INTO t(a) VALUES (?); PRAGMA busy_timeout = 7"),
 			seq("query", "PRAGMA busy_timeout"),
 		})
+	})
+}
+
+// runDifferentialDSN is runDifferential on twins opened with the DSN query
+// q (cleolease parameters allowed; go-sqlite3 gets the effective DSN).
+func runDifferentialDSN(t *testing.T, q string, ops []dop) {
+	t.Helper()
+	raw, cl := openTwins(t, q)
+	sr, sc := &session{db: raw}, &session{db: cl}
+	for _, s := range []*session{sr, sc} {
+		if got := s.runOp(dop{via: "exec", sql: diffSchema}); !strings.HasPrefix(got, "exec: id=") {
+			t.Fatalf("schema: %s", got)
+		}
+	}
+	for i, o := range ops {
+		want, got := sr.runOp(o), sc.runOp(o)
+		if want != got {
+			sr.end()
+			sc.end()
+			t.Fatalf("call %d differs: %v\n go-sqlite3: %s\n cleolease:  %s", i, o, want, got)
+		}
+	}
+	sr.end()
+	sc.end()
+	if want, got := dumpTables(t, raw), dumpTables(t, cl); want != got {
+		t.Fatalf("data differs after the sequence\n go-sqlite3:\n%s\n cleolease:\n%s", want, got)
+	}
+}
+
+// With _lease_steal_after_ttl=true the fencing check is an UPDATE of the
+// lease row (fenceRefreshSQL) run on the caller's connection inside its
+// transaction, so after every fenced write SQL's changes() reports the lease
+// row (1) instead of the caller's statement, and total_changes() counts one
+// more per commit. (The same UPDATE also reaches update hooks and
+// authorizers registered on the connection.)
+func TestReviewStealAfterTTLChangesCounters(t *testing.T) {
+	runDifferentialDSN(t, "?_lease_steal_after_ttl=true", []dop{
+		seq("exec", "INSERT INTO t(a) VALUES (1),(2),(3)"),
+		seq("query", "SELECT changes(), total_changes(), last_insert_rowid()"),
 	})
 }
