@@ -1,8 +1,10 @@
 package cleolease_test
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Review 13: calls whose outcome differs between go-sqlite3 (opened with
@@ -192,4 +194,28 @@ func TestReviewStealAfterTTLChangesCounters(t *testing.T) {
 		seq("exec", "INSERT INTO t(a) VALUES (1),(2),(3)"),
 		seq("query", "SELECT changes(), total_changes(), last_insert_rowid()"),
 	})
+}
+
+// PRAGMA data_version changes only when another connection commits; apps
+// poll it to learn of outside changes (cache invalidation). A connection's
+// own commits leave it unchanged with go-sqlite3; through cleolease the lease
+// engine's private connection commits the claim/release of the lane around
+// (and after the linger, 100 ms by default) the caller's own write, so the
+// caller's data_version moves although nobody else wrote.
+func TestReviewDataVersionMovesOnOwnWrite(t *testing.T) {
+	raw, cl := openTwins(t, "")
+	outcome := func(db *sql.DB) string {
+		s := &session{db: db}
+		defer s.end()
+		var b strings.Builder
+		for _, o := range []dop{seq("exec", diffSchema), seq("query", "PRAGMA data_version"), seq("exec", "INSERT INTO t(a) VALUES (1)")} {
+			b.WriteString(s.runOp(o) + "\n")
+		}
+		time.Sleep(500 * time.Millisecond) // past the default _lease_linger
+		b.WriteString(s.runOp(seq("query", "PRAGMA data_version")))
+		return b.String()
+	}
+	if want, got := outcome(raw), outcome(cl); want != got {
+		t.Fatalf("PRAGMA data_version differs\n go-sqlite3:\n%s\n cleolease:\n%s", want, got)
+	}
 }
