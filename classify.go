@@ -1,9 +1,12 @@
 package cleolease
 
 import (
+	"database/sql/driver"
 	"errors"
+	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
@@ -67,25 +70,32 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 		return class{refuse: ErrExclusiveLocking}, nil
 	}
 	var k class
-	n := 0 // statements that are not empty
+	n := 0      // statements that are not empty
+	first := "" // the text of the first of them
 	for rest := query; rest != ""; {
+		if n > 0 && prepareTimePragma(rest) {
+			// SQLite applies many PRAGMAs while preparing them; a later
+			// one that go-sqlite3 may never reach must not be prepared
+			// here. Judge the string a write.
+			return class{write: true, inputs: k.inputs}, nil
+		}
 		ds, err := sc.Prepare(rest)
 		if err != nil {
 			if n == 0 {
 				return class{}, err
 			}
-			return class{write: true}, nil
+			return class{write: true, inputs: k.inputs}, nil
 		}
 		s := ds.(*sqlite3.SQLiteStmt)
 		tail := stmtTail(s)
 		if !stmtEmpty(s) {
 			n++
-			text := rest[:len(rest)-len(tail)]
 			if !s.Readonly() {
 				k.write = true
 			}
 			if n == 1 {
-				k.fenceable = !unfenced[firstKeyword(text)]
+				first = rest[:len(rest)-len(tail)]
+				k.fenceable = !unfenced[firstKeyword(first)]
 				k.inputs = s.NumInput()
 			}
 		}
@@ -98,7 +108,49 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 	if n > 1 {
 		k.fenceable = false
 	}
+	if n == 1 && k.write && k.fenceable && !writesMain(sc, first) {
+		// It writes only TEMP or another attached database: the main
+		// file's lease has nothing to order, and go-sqlite3 would not wait
+		// for the main file's writer either.
+		k.write = false
+	}
 	return k, nil
+}
+
+// prepareTimePragma reports a statement text starting with PRAGMA or
+// EXPLAIN (EXPLAIN PRAGMA runs the pragma's code generation too).
+func prepareTimePragma(text string) bool {
+	kw := firstKeyword(text)
+	return kw == "PRAGMA" || kw == "EXPLAIN"
+}
+
+// writesMain asks SQLite, through EXPLAIN, whether the single statement
+// stmt opens a write transaction on the main database (an OP_Transaction
+// on database 0 with a non-zero P2; sqlite.org/opcode.html#Transaction).
+// When EXPLAIN cannot tell (it fails), the answer is yes.
+func writesMain(sc *sqlite3.SQLiteConn, stmt string) bool {
+	rows, err := sc.Query("EXPLAIN "+stmt, nil)
+	if err != nil {
+		return true
+	}
+	defer rows.Close()
+	cols := rows.Columns()
+	op, p1, p2 := slices.Index(cols, "opcode"), slices.Index(cols, "p1"), slices.Index(cols, "p2")
+	if op < 0 || p1 < 0 || p2 < 0 {
+		return true
+	}
+	v := make([]driver.Value, len(cols))
+	for {
+		if err := rows.Next(v); err != nil {
+			return err != io.EOF
+		}
+		name, _ := v[op].(string)
+		db, _ := v[p1].(int64)
+		wr, _ := v[p2].(int64)
+		if name == "Transaction" && db == 0 && wr != 0 {
+			return true
+		}
+	}
 }
 
 // stmtTail returns the unparsed remainder of a prepared string. go-sqlite3
@@ -115,49 +167,75 @@ func stmtEmpty(s *sqlite3.SQLiteStmt) bool {
 	return reflect.ValueOf(s).Elem().FieldByName("s").IsNil()
 }
 
-// exclusiveLockingRE matches PRAGMA [schema.]locking_mode = EXCLUSIVE and
-// PRAGMA locking_mode(EXCLUSIVE), in any case, with optional quotes.
+// exclusiveLockingRE matches a statement (comments removed) PRAGMA
+// [schema.]locking_mode = EXCLUSIVE or PRAGMA locking_mode(EXCLUSIVE), in
+// any case, with optional quotes.
 var exclusiveLockingRE = regexp.MustCompile(`(?is)^\s*pragma\s+(?:["'\x60\[]?\w+["'\x60\]]?\s*\.\s*)?["'\x60\[]?locking_mode["'\x60\]]?\s*(?:=|\()\s*["'\x60\[]?exclusive\b`)
-
-// exclusiveLocking reports whether the statement text (comments allowed
-// before it) sets locking_mode to EXCLUSIVE.
-func exclusiveLocking(stmt string) bool {
-	return exclusiveLockingRE.MatchString(stripLeadingComments(stmt))
-}
 
 // refusesLocking reports whether any statement of query sets locking_mode
 // to EXCLUSIVE. It must be decided from the text, before SQLite prepares
-// anything: SQLite applies PRAGMA locking_mode while preparing it
-// (sqlite.org/pragma.html#pragma_locking_mode takes effect on the
-// connection at once). Statements are split at every ';', quotes
-// ignored, which can only refuse more, never less.
+// anything: SQLite applies PRAGMA locking_mode while preparing it.
 func refusesLocking(query string) bool {
 	if !mentionsLockingMode(query) {
 		return false
 	}
-	for _, part := range strings.Split(query, ";") {
-		if exclusiveLocking(part) {
+	for _, stmt := range splitStatements(query) {
+		if exclusiveLockingRE.MatchString(stmt) {
 			return true
 		}
 	}
 	return false
 }
 
-// mentionsLockingMode reports, without allocating, whether q contains
-// "locking_mode" in any case: the cheap test before classify inside the
-// driver's own transaction.
-func mentionsLockingMode(q string) bool { return mentionsWord(q, "locking_mode") }
-
-// mentionsWord reports, without allocating, whether q contains w (lower
-// case, ASCII) in any case. Comments and literals count: a false positive
-// only costs a slower path.
-func mentionsWord(q, w string) bool {
-	for i := 0; i+len(w) <= len(q); i++ {
-		if q[i]|0x20 == w[0] && strings.EqualFold(q[i:i+len(w)], w) {
-			return true
+// splitStatements splits q at the semicolons outside quotes ('…', "…",
+// `…`, […]) and comments, and replaces every comment by a space, in the
+// way SQLite's tokenizer reads them (sqlite.org/lang_comment.html). It is
+// for judging text before SQLite prepares it, not for running it.
+func splitStatements(q string) []string {
+	var out []string
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == ';':
+			out = append(out, b.String())
+			b.Reset()
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				i = len(q)
+			} else {
+				i += j
+			}
+			b.WriteByte(' ')
+		case c == '/' && i+1 < len(q) && q[i+1] == '*':
+			j := strings.Index(q[i+2:], "*/")
+			if j < 0 {
+				i = len(q)
+			} else {
+				i += j + 3
+			}
+			b.WriteByte(' ')
+		case c == '\'' || c == '"' || c == '`' || c == '[':
+			end := c
+			if c == '[' {
+				end = ']'
+			}
+			j := strings.IndexByte(q[i+1:], end)
+			if j < 0 {
+				b.WriteString(q[i:])
+				i = len(q)
+				break
+			}
+			// A doubled quote inside is two adjacent quoted parts: the
+			// same split.
+			b.WriteString(q[i : i+j+2])
+			i += j + 1
+		default:
+			b.WriteByte(c)
 		}
 	}
-	return false
+	return append(out, b.String())
 }
 
 // stripLeadingComments drops white space, ';' and SQL comments before the
@@ -197,4 +275,21 @@ func firstKeyword(q string) string {
 		end = len(q)
 	}
 	return strings.ToUpper(q[:end])
+}
+
+// mentionsLockingMode reports, without allocating, whether q contains
+// "locking_mode" in any case: the cheap test before classify inside the
+// driver's own transaction.
+func mentionsLockingMode(q string) bool { return mentionsWord(q, "locking_mode") }
+
+// mentionsWord reports, without allocating, whether q contains w (lower
+// case, ASCII) in any case. Comments and literals count: a false positive
+// only costs a slower path.
+func mentionsWord(q, w string) bool {
+	for i := 0; i+len(w) <= len(q); i++ {
+		if q[i]|0x20 == w[0] && strings.EqualFold(q[i:i+len(w)], w) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package cleolease
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -220,7 +221,13 @@ func (lc *leaseConn) leasedQuery(ctx context.Context, k class, run func() (drive
 	}
 	buf, rowsErr := bufferRows(rows)
 	if err := w.finish(rowsErr); err != nil && err != rowsErr {
-		return nil, err
+		if errors.Is(err, ErrLeaseLost) {
+			return nil, err
+		}
+		// A COMMIT that fails (a deferred foreign key, a commit hook): in
+		// autocommit SQLite reports it when the statement ends, after the
+		// rows, which is where go-sqlite3 returns it.
+		buf.err = err
 	}
 	return buf, nil
 }

@@ -544,10 +544,12 @@ type sqliteTarget struct {
 	path     string // file name as SQLite sees it (URI decoded), not resolved
 	memory   bool   // an in-memory database (":memory:", mode=memory, vfs=memdb)
 	shared   bool   // reachable by every connection of the process under path
-	readOnly bool   // mode=ro or immutable=1 in a file: URI
+	readOnly bool   // mode=ro or immutable=1 in a file: URI, or _query_only=1
 	vfs      string // the VFS named by the query or the URI, "" for the default
 	nolock   bool   // nolock=1 in a file: URI
 	locking  string // go-sqlite3's _locking_mode (or _locking), upper-cased
+	// queryOnly: go-sqlite3's _query_only is true; counted in readOnly.
+	queryOnly bool
 }
 
 // analyzeDSN models go-sqlite3 v1.14.53 Open and SQLite's URI parser
@@ -569,6 +571,12 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 				t.locking = q.Get("_locking")
 			}
 			t.locking = strings.ToUpper(t.locking)
+			// go-sqlite3 sets PRAGMA query_only for these values: the
+			// connection cannot write, like mode=ro.
+			switch strings.ToLower(q.Get("_query_only")) {
+			case "1", "yes", "true", "on":
+				t.queryOnly = true
+			}
 		}
 		if !strings.HasPrefix(dsn, "file:") {
 			name = dsn[:pos]
@@ -577,6 +585,7 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 	if !strings.HasPrefix(name, "file:") {
 		t.path = name
 		t.vfs = vfs
+		t.readOnly = t.queryOnly
 		t.memory = name == ":memory:" || vfs == "memdb"
 		t.shared = name != ":memory:" && memdbShared(name)
 		return t, nil
@@ -607,7 +616,7 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 			}
 		}
 	}
-	t.readOnly = mode == "ro" || sqliteBool(immutable)
+	t.readOnly = mode == "ro" || sqliteBool(immutable) || t.queryOnly
 	t.nolock = sqliteBool(nolock)
 	t.vfs = vfs
 	switch {

