@@ -20,8 +20,6 @@ func nativeConn(dc any) *sqlite3.SQLiteConn {
 	return dc.(interface{ SQLiteConn() *sqlite3.SQLiteConn }).SQLiteConn()
 }
 
-
-
 // A DSN with _query_only=1 (go-sqlite3's read-only connection setting) on a
 // database that has no lease tables yet (any file created without
 // cleolease): go-sqlite3 reads it, and so does cleolease, which counts

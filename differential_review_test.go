@@ -73,7 +73,6 @@ func TestReviewLockingModeInLiteralOrComment(t *testing.T) {
 	})
 }
 
-
 // Tx.Rollback after the transaction was ended by hand inside it (Exec of
 // ROLLBACK, COMMIT or END): go-sqlite3's Rollback runs ROLLBACK and returns
 // SQLite's "cannot rollback - no transaction is active"; so does
@@ -87,7 +86,6 @@ func TestReviewRollbackAfterManualEnd(t *testing.T) {
 		})
 	}
 }
-
 
 // SQLite applies many PRAGMA settings while preparing them (foreign_keys,
 // query_only, busy_timeout, …). When go-sqlite3 stops before a later PRAGMA
@@ -140,5 +138,3 @@ func runDifferentialDSN(t *testing.T, q string, ops []dop) {
 		t.Fatalf("data differs after the sequence\n go-sqlite3:\n%s\n cleolease:\n%s", want, got)
 	}
 }
-
-
