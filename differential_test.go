@@ -544,6 +544,9 @@ var fuzzStatements = []string{
 	"CREATE TABLE IF NOT EXISTS w(x); INSERT INTO w VALUES (1)", "INSERT INTO t(a) VALUES (?); SELECT ?",
 	"SELEC 1", "INSERT INTO t VALUES (", "SELECT * FROM missing", "INSERT INTO missing VALUES (1)",
 	"INSERT INTO p(id, name) VALUES (1, NULL)", "VACUUM",
+	"INSERT OR FAIL INTO t(a) VALUES (?), (?), (?)", "INSERT INTO t(a) VALUES (?); PRAGMA foreign_keys = OFF",
+	"CREATE TEMP TABLE IF NOT EXISTS tt(x)", "INSERT INTO tt VALUES (?)", "SELECT 'a; PRAGMA locking_mode=EXCLUSIVE'",
+	"UPDATE t SET a = a + 1 RETURNING a", "SAVEPOINT s1", "RELEASE s1", "ROLLBACK TO s1",
 }
 
 var fuzzValues = []any{
