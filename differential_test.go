@@ -563,7 +563,8 @@ var fuzzVias = []string{
 // reading a via, a statement, an arity and that many values. A prepared
 // statement of empty text is left out (go-sqlite3 crashes on it; the
 // difference is listed and tested separately), so is a cancelled context
-// on a *sql.Conn (go-sqlite3's outcome is a race), and no call is made on
+// on a *sql.Conn (go-sqlite3's outcome is a race) and a savepoint outside
+// a transaction (a hand-written transaction, listed), and no call is made on
 // the *sql.DB while a transaction or *sql.Conn holds the pool's connection.
 func decodeOps(data []byte) []dop {
 	var ops []dop
@@ -608,6 +609,15 @@ func decodeOps(data []byte) []dop {
 			if emptySQL(query) {
 				continue
 			}
+		}
+		if strings.HasPrefix(query, "SAVEPOINT") || strings.HasPrefix(query, "RELEASE") || strings.HasPrefix(query, "ROLLBACK") {
+			// Outside the driver's transaction a savepoint is a
+			// hand-written transaction (a listed difference).
+			if !inTx {
+				continue
+			}
+		}
+		switch via {
 		case "cancelled-exec", "cancelled-query":
 			// database/sql hands a *sql.Conn's call a cancelled context
 			// unchecked, and go-sqlite3 then races the statement against
