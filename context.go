@@ -53,7 +53,8 @@ func (c *Connector) laneOf(ctx context.Context) (scope, lane string) {
 
 // acquire takes the lease for a write made with ctx: nil when the write
 // takes none (opted out), a Hold otherwise (degraded in mode local at the
-// wait bound).
+// wait bound). A context that ends while waiting returns exactly
+// ctx.Err().
 func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 	if v, _ := ctx.Value(noLeaseKey{}).(bool); v {
 		return nil, nil
@@ -67,7 +68,16 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 		prio = p
 	}
 	scope, lane := c.laneOf(ctx)
-	return e.Acquire(ctx, scope, lane, lease.AcquireOptions{Priority: prio, Wait: c.cfg.Wait, Require: c.cfg.Mode == ModeRequire})
+	h, err := e.Acquire(ctx, scope, lane, lease.AcquireOptions{Priority: prio, Wait: c.cfg.Wait, Require: c.cfg.Mode == ModeRequire})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// database/sql and go-sqlite3 return the context's error itself,
+		// and callers compare it with ==; the detail goes to the log.
+		if c.cfg.Logger != nil {
+			c.cfg.Logger.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
+		}
+		return nil, ctx.Err()
+	}
+	return h, err
 }
 
 // Lease is a hold on one lane kept across several transactions (the

@@ -31,6 +31,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -107,9 +108,11 @@ type Connector struct {
 	base     *sqlite3.SQLiteDriver
 	mw       driver.Connector // sqlmw's connector over the inner driver
 
-	mu     sync.Mutex
-	engine *lease.Engine
-	closed bool
+	mu        sync.Mutex
+	engine    *lease.Engine
+	closed    bool
+	fsChecked bool  // checkFileSystem ran to a decision
+	fsErr     error // its decision: nil or a *NetworkFSError
 }
 
 var _ driver.Connector = (*Connector)(nil)
@@ -153,14 +156,19 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
 // also opens the file's lease engine (creating the lease tables). Errors:
-// ErrPrivateMemory for an empty DSN, ErrFileChanged when the path now names
-// another file than the one the engine was opened on, SQLite's own error
-// when the file cannot be opened.
+// ErrPrivateMemory for an empty DSN, a *NetworkFSError (before anything is
+// opened or created) when the database's directory is on a network
+// filesystem and Config.NetworkFS does not allow it, ErrFileChanged when
+// the path now names another file than the one the engine was opened on,
+// SQLite's own error when the file cannot be opened.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.SQLiteDSN == "" {
-		return nil, ErrPrivateMemory
+		return nil, fmt.Errorf("%w (the DSN is empty: SQLite would open a private temporary on-disk database, deleted when its connection closes)", ErrPrivateMemory)
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.checkFileSystem(ctx); err != nil {
 		return nil, err
 	}
 	slot := &connSlot{}
@@ -214,7 +222,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return c.engine.CheckFile()
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.cfg.Logger, MemoryOnly: c.memory,
 	})
 	if err != nil {

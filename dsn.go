@@ -79,6 +79,9 @@ type Config struct {
 	// fenced; its side effects outside the database are not. Default false:
 	// a provably live holder is never robbed.
 	StealAfterTTL bool
+	// NetworkFS (_lease_network_fs) refuses (default; "" means refuse) or
+	// allows a database on a network filesystem; see NetworkFSError.
+	NetworkFS NetworkFS
 
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
 	MigrationsTable    string // _migrations_table
@@ -95,7 +98,13 @@ type Config struct {
 	// Logger receives lease and migration events; nil is silent.
 	Logger *slog.Logger
 	// BaseDriver opens the underlying connections (extensions, ConnectHook);
-	// nil means a plain &sqlite3.SQLiteDriver{}.
+	// nil means a plain &sqlite3.SQLiteDriver{}. It also opens the lease
+	// engine's private connection and the migrations' connection, so its
+	// ConnectHook sees those too (a hook that sets SQLITE_FCNTL_PERSIST_WAL
+	// or registers a collation an index needs then holds everywhere). Every
+	// connector on one file in one process must use the same BaseDriver
+	// (nil counts as one): Connect fails with ErrBaseDriverMismatch
+	// otherwise.
 	BaseDriver *sqlite3.SQLiteDriver
 	// Clock is the lease engine's wall clock; nil means lease.SystemClock.
 	Clock lease.Clock
@@ -122,6 +131,7 @@ func NewConfig() *Config {
 		Priority:        DefaultPriority,
 		Slice:           DefaultSlice,
 		Linger:          DefaultLinger,
+		NetworkFS:       NetworkFSRefuse,
 		MigrationsTable: DefaultMigrationsTable,
 	}
 }
@@ -227,6 +237,19 @@ var leaseParams = []leaseParam{
 		}
 		return "must be off, local or require"
 	}, func(c *Config) string { return string(c.Mode) }},
+	{"_lease_network_fs", func(c *Config, v string) string {
+		switch p := NetworkFS(v); p {
+		case NetworkFSAllow, NetworkFSRefuse:
+			c.NetworkFS = p
+			return ""
+		}
+		return "must be allow or refuse"
+	}, func(c *Config) string {
+		if c.NetworkFS == "" {
+			return string(NetworkFSRefuse)
+		}
+		return string(c.NetworkFS)
+	}},
 	{"_lease_priority", func(c *Config, v string) string {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
@@ -434,7 +457,47 @@ func (c *Config) validate() error {
 	if err := checkSQLiteQuery(c.SQLiteDSN); err != nil {
 		return err
 	}
-	return checkPrivate(c.SQLiteDSN)
+	if err := checkPrivate(c.SQLiteDSN); err != nil {
+		return err
+	}
+	if c.Mode != ModeOff {
+		return checkLockable(c.SQLiteDSN)
+	}
+	return nil
+}
+
+// lockless are the VFSes that take no file locks (unix-none, win32-none)
+// or keep them for the connection's life (unix-excl).
+var lockless = map[string]string{
+	"unix-none":  "takes no file locks",
+	"win32-none": "takes no file locks",
+	"unix-excl":  "keeps an exclusive lock on the file for the connection's life",
+}
+
+// checkLockable refuses the DSN settings under which no lease can work
+// across processes: exclusive locking mode (SQLite keeps its locks after
+// each transaction, so other processes stall), nolock=1 and the lockless
+// VFSes (nothing keeps two processes' writes apart). _lease_mode=off
+// allows them.
+func checkLockable(dsn string) error {
+	t, err := analyzeDSN(dsn)
+	if err != nil {
+		return nil // checkPrivate reported what it could
+	}
+	const off = "; the writer lease needs SQLite's file locks across processes (_lease_mode=off allows it)"
+	switch {
+	case t.locking == "EXCLUSIVE":
+		p := "_locking_mode"
+		if !strings.Contains(dsn, "_locking_mode=") {
+			p = "_locking"
+		}
+		return &DSNError{Param: p, Value: "EXCLUSIVE", Reason: "exclusive locking mode keeps SQLite's locks after each transaction and stalls every other process" + off}
+	case t.nolock:
+		return &DSNError{Param: "nolock", Value: "1", Reason: "SQLite takes no file locks" + off}
+	case lockless[t.vfs] != "":
+		return &DSNError{Param: "vfs", Value: t.vfs, Reason: "this VFS " + lockless[t.vfs] + off}
+	}
+	return nil
 }
 
 // checkSQLiteQuery checks the query of the DSN go-sqlite3 receives: every
@@ -508,7 +571,12 @@ type sqliteTarget struct {
 	path     string // file name as SQLite sees it (URI decoded), not resolved
 	memory   bool   // an in-memory database (":memory:", mode=memory, vfs=memdb)
 	shared   bool   // reachable by every connection of the process under path
-	readOnly bool   // mode=ro or immutable=1 in a file: URI
+	readOnly bool   // mode=ro or immutable=1 in a file: URI, or _query_only=1
+	vfs      string // the VFS named by the query or the URI, "" for the default
+	nolock   bool   // nolock=1 in a file: URI
+	locking  string // go-sqlite3's _locking_mode (or _locking), upper-cased
+	// queryOnly: go-sqlite3's _query_only is true; counted in readOnly.
+	queryOnly bool
 }
 
 // analyzeDSN models go-sqlite3 v1.14.53 Open and SQLite's URI parser
@@ -523,6 +591,19 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 	if pos := strings.IndexByte(dsn, '?'); pos >= 1 {
 		if q, err := url.ParseQuery(dsn[pos+1:]); err == nil {
 			vfs = q.Get("vfs")
+			// go-sqlite3 reads _locking_mode, else _locking, and compares
+			// it upper-cased.
+			t.locking = q.Get("_locking_mode")
+			if t.locking == "" {
+				t.locking = q.Get("_locking")
+			}
+			t.locking = strings.ToUpper(t.locking)
+			// go-sqlite3 sets PRAGMA query_only for these values: the
+			// connection cannot write, like mode=ro.
+			switch strings.ToLower(q.Get("_query_only")) {
+			case "1", "yes", "true", "on":
+				t.queryOnly = true
+			}
 		}
 		if !strings.HasPrefix(dsn, "file:") {
 			name = dsn[:pos]
@@ -530,6 +611,8 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 	}
 	if !strings.HasPrefix(name, "file:") {
 		t.path = name
+		t.vfs = vfs
+		t.readOnly = t.queryOnly
 		t.memory = name == ":memory:" || vfs == "memdb"
 		t.shared = name != ":memory:" && memdbShared(name)
 		return t, nil
@@ -540,10 +623,14 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 	}
 	t.path = path
 	var mode, cache string
-	immutable := ""
-	haveImmutable := false
+	immutable, nolock := "", ""
+	haveImmutable, haveNolock := false, false
 	for _, o := range opts {
 		switch o[0] {
+		case "nolock":
+			if !haveNolock { // sqlite3_uri_boolean reads the first
+				nolock, haveNolock = o[1], true
+			}
 		case "vfs":
 			vfs = o[1]
 		case "mode":
@@ -556,7 +643,9 @@ func analyzeDSN(dsn string) (sqliteTarget, error) {
 			}
 		}
 	}
-	t.readOnly = mode == "ro" || sqliteBool(immutable)
+	t.readOnly = mode == "ro" || sqliteBool(immutable) || t.queryOnly
+	t.nolock = sqliteBool(nolock)
+	t.vfs = vfs
 	switch {
 	case path == ":memory:" || mode == "memory":
 		t.memory = true

@@ -31,11 +31,18 @@ var (
 	// a hand-written BEGIN on a *sql.Conn). The driver neither commits nor
 	// rolls back that transaction; the caller still owns it.
 	ErrForeignTransaction = errors.New("cleolease: refusing to take the writer lease inside a transaction the driver did not start")
-	// ErrPrivateMemory: a private in-memory database (":memory:", or
-	// mode=memory without cache=shared) is a different database on every
+	// ErrPrivateMemory: a private database — in memory (":memory:", or
+	// mode=memory without cache=shared), or the temporary on-disk database
+	// SQLite opens for an empty file name — is a different database on every
 	// pooled connection, so neither a lease nor migrations mean anything.
 	// Use "file::memory:?cache=shared" or a file.
-	ErrPrivateMemory = errors.New("cleolease: a private in-memory database differs on every pooled connection; use file::memory:?cache=shared or a file path")
+	ErrPrivateMemory = errors.New("cleolease: a private database (in memory, or the temporary one an empty file name opens) differs on every pooled connection; use file::memory:?cache=shared or a file path")
+	// ErrBaseDriverMismatch: a connector's Config.BaseDriver differs from
+	// the one this process's lease engine of the same file was opened with
+	// (by an earlier connector). The engine's private connection runs one
+	// base driver's ConnectHook; use one BaseDriver per file (nil counts as
+	// one).
+	ErrBaseDriverMismatch = lease.ErrDriverMismatch
 )
 
 // DSNError reports a DSN parameter cleolease rejects: an unknown parameter

@@ -6,8 +6,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"sync"
-
-	"github.com/cleocode/cleolease/lease"
 )
 
 // BeginTx starts a transaction. go-sqlite3 ignores driver.TxOptions
@@ -23,9 +21,8 @@ import (
 //     is fenced.
 //
 // Isolation levels other than the default and Serializable (which is what
-// SQLite provides) are refused. On a connection inside a transaction the
-// driver did not begin, a write transaction fails with
-// ErrForeignTransaction.
+// SQLite provides) are refused. On a connection already inside a
+// transaction, SQLite's own error comes back, as from go-sqlite3.
 func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	switch sql.IsolationLevel(opts.Isolation) {
 	case sql.LevelDefault, sql.LevelSerializable:
@@ -36,7 +33,9 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
-		return nil, ErrForeignTransaction
+		// SQLite refuses a transaction within a transaction: go-sqlite3's
+		// BeginTx returns its error.
+		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
@@ -50,7 +49,7 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		if tx.restoreQueryOnly, err = lc.queryOnly(); err != nil {
 			return nil, err
 		}
-		if err := lc.begin(ctx, "BEGIN"); err != nil {
+		if _, err := lc.SQLiteConn.ExecContext(context.WithoutCancel(ctx), "BEGIN", nil); err != nil {
 			return nil, err
 		}
 		if _, err := lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 1", nil); err != nil {
@@ -61,15 +60,11 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		lc.tx = tx
 		return tx, nil
 	}
-	h, err := lc.c.acquire(ctx)
+	w, err := lc.startWrite(ctx, class{write: true, fenceable: true}, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := lc.beginImmediate(ctx, h); err != nil {
-		releaseHold(h)
-		return nil, err
-	}
-	tx.hold = h
+	tx.w = w
 	lc.tx = tx
 	return tx, nil
 }
@@ -99,7 +94,7 @@ func (lc *leaseConn) queryOnly() (bool, error) {
 // when the connection closes.
 type leaseTx struct {
 	lc               *leaseConn
-	hold             *lease.Hold // nil: read-only, or no lease (opt-out)
+	w                *leasedWrite // nil: read-only
 	readOnly         bool
 	restoreQueryOnly bool
 	once             sync.Once
@@ -116,14 +111,14 @@ func (tx *leaseTx) Commit() error {
 		}
 		return err
 	}
-	return tx.lc.commitFenced(tx.hold)
+	return tx.w.finish(nil)
 }
 
 // Rollback rolls the transaction back and ends its hold.
 func (tx *leaseTx) Rollback() error {
 	defer tx.end()
-	if tx.lc.SQLiteConn.AutoCommit() {
-		return nil
+	if tx.w != nil {
+		return tx.w.abort()
 	}
 	_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
 	return err
@@ -137,6 +132,8 @@ func (tx *leaseTx) end() {
 		if tx.readOnly && !tx.restoreQueryOnly {
 			tx.lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 0", nil)
 		}
-		releaseHold(tx.hold)
+		if tx.w != nil {
+			tx.w.release()
+		}
 	})
 }

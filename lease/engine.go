@@ -49,6 +49,11 @@ type Options struct {
 	// the wait between attempts happens in Go, honouring contexts
 	// (lease-anchors §6, mattn/go-sqlite3#863).
 	DSN string
+	// Driver opens the engine's private connection: the connector's base
+	// driver, so that its ConnectHook and extensions run on that connection
+	// too. nil means a plain &sqlite3.SQLiteDriver{}. Every Open of one file
+	// in a process must pass the same Driver (ErrDriverMismatch otherwise).
+	Driver *sqlite3.SQLiteDriver
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration
 	// Slice is how long a holder keeps a lane for more of its own queued
@@ -158,6 +163,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if e := registry[key]; e != nil {
+		if e.opts.Driver != opts.Driver {
+			return nil, &Error{Op: "open", Path: resolved, Err: ErrDriverMismatch,
+				Reason: "this process already opened the file with another base driver; the engine's connection runs the first one's ConnectHook"}
+		}
 		e.mu.Lock()
 		e.refs++
 		e.mu.Unlock()
@@ -195,7 +204,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 		e.start += "/" + strconv.FormatUint(side.ino, 10)
 	}
 	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered, e.grantArrived, e.lookArrived)
-	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
+	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
@@ -455,11 +464,12 @@ func (e *Engine) retryBusy(ctx context.Context, fn func() error) error {
 // go-sqlite3 driver (never through cleolease) with busy_timeout 0.
 type leaseConnector struct {
 	dsn      string
-	readOnly bool // keep the DSN's busy timeout; for inspection only
+	drv      *sqlite3.SQLiteDriver // nil: a plain go-sqlite3 driver
+	readOnly bool                  // keep the DSN's busy timeout; for inspection only
 }
 
 func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := (&sqlite3.SQLiteDriver{}).Open(c.dsn)
+	conn, err := c.Driver().Open(c.dsn)
 	// A fresh file being switched to WAL by several processes at once can
 	// fail the open with SQLITE_BUSY, outside SQLite's busy handler.
 	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
@@ -470,7 +480,7 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		conn, err = (&sqlite3.SQLiteDriver{}).Open(c.dsn)
+		conn, err = c.Driver().Open(c.dsn)
 	}
 	if err != nil {
 		return nil, err
@@ -486,7 +496,12 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return sc, nil
 }
 
-func (c *leaseConnector) Driver() driver.Driver { return &sqlite3.SQLiteDriver{} }
+func (c *leaseConnector) Driver() driver.Driver {
+	if c.drv != nil {
+		return c.drv
+	}
+	return &sqlite3.SQLiteDriver{}
+}
 
 // backoff is a capped exponential sleep that honours a context and an
 // optional extra channel (a wait bound). It never spins.

@@ -29,6 +29,9 @@ var (
 	// ErrHolderAlive: Break refused because the holder is provably alive and
 	// force was not given.
 	ErrHolderAlive = errors.New("lease holder is alive")
+	// ErrDriverMismatch: Open was asked to share this process's engine of a
+	// file with a different base driver than the one it was opened with.
+	ErrDriverMismatch = errors.New("lease engine already open with another base driver")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("lease engine closed")
 )

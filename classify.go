@@ -1,0 +1,295 @@
+package cleolease
+
+import (
+	"database/sql/driver"
+	"errors"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// class is what SQLite says of a statement string.
+type class struct {
+	write     bool  // may write: some statement is not sqlite3_stmt_readonly
+	fenceable bool  // may run inside the driver's BEGIN IMMEDIATE … COMMIT
+	refuse    error // the string must not run (nor be prepared) on a leased connection
+	inputs    int   // parameters of the first statement (go-sqlite3 checks them first)
+}
+
+// ErrExclusiveLocking is returned, without running anything, for a
+// statement string holding PRAGMA locking_mode=EXCLUSIVE on a connection
+// whose writes take the lease: in exclusive locking mode SQLite keeps its
+// file locks after each transaction, so every other process's lease (and
+// write) would stall until this connection closes. Open the database with
+// _lease_mode=off to use exclusive locking.
+var ErrExclusiveLocking = errors.New("cleolease: PRAGMA locking_mode=EXCLUSIVE keeps SQLite's file locks and would stall every other process; it needs _lease_mode=off")
+
+// unfenced are statements that cannot run inside a transaction or manage
+// their own: they are leased but not fenced (README "What is fenced").
+var unfenced = map[string]bool{
+	"BEGIN": true, "COMMIT": true, "END": true, "ROLLBACK": true, "SAVEPOINT": true, "RELEASE": true,
+	"VACUUM": true, "PRAGMA": true, "ATTACH": true, "DETACH": true,
+}
+
+// classify judges query by preparing each of its statements with SQLite,
+// without running any. Results are cached per connection by query text.
+//
+//   - Empty, white-space and comment-only statements count for nothing, so
+//     "SELECT 1; -- note" is one read statement.
+//   - A string of one statement is fenceable unless its keyword is in
+//     unfenced.
+//   - A string of several statements is a write if any of them may write,
+//     and is never fenced (a later statement may manage its own
+//     transaction). When a later statement cannot be prepared before the
+//     earlier ones run (it may name a table they create), the string counts
+//     as a write.
+//
+// An error preparing the first statement is SQLite's own, the same that
+// go-sqlite3 returns for the string, and is not cached.
+func (lc *leaseConn) classify(query string) (class, error) {
+	if k, ok := lc.classes[query]; ok {
+		return k, nil
+	}
+	k, err := classifySQL(lc.SQLiteConn, query)
+	if err != nil {
+		return class{}, err
+	}
+	if lc.classes == nil || len(lc.classes) > 512 {
+		lc.classes = map[string]class{}
+	}
+	lc.classes[query] = k
+	return k, nil
+}
+
+func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
+	if refusesLocking(query) {
+		return class{refuse: ErrExclusiveLocking}, nil
+	}
+	var k class
+	n := 0      // statements that are not empty
+	first := "" // the text of the first of them
+	for rest := query; rest != ""; {
+		if n > 0 && prepareTimePragma(rest) {
+			// SQLite applies many PRAGMAs while preparing them; a later
+			// one that go-sqlite3 may never reach must not be prepared
+			// here. Judge the string a write.
+			return class{write: true, inputs: k.inputs}, nil
+		}
+		ds, err := sc.Prepare(rest)
+		if err != nil {
+			if n == 0 {
+				return class{}, err
+			}
+			return class{write: true, inputs: k.inputs}, nil
+		}
+		s := ds.(*sqlite3.SQLiteStmt)
+		tail := stmtTail(s)
+		if !stmtEmpty(s) {
+			n++
+			if !s.Readonly() {
+				k.write = true
+			}
+			if n == 1 {
+				first = rest[:len(rest)-len(tail)]
+				k.fenceable = !unfenced[firstKeyword(first)]
+				k.inputs = s.NumInput()
+			}
+		}
+		s.Close()
+		if len(tail) >= len(rest) {
+			break // defensive: SQLite always consumes input
+		}
+		rest = tail
+	}
+	if n > 1 {
+		k.fenceable = false
+	}
+	if n == 1 && k.write && k.fenceable && !writesMain(sc, first) {
+		// It writes only TEMP or another attached database: the main
+		// file's lease has nothing to order, and go-sqlite3 would not wait
+		// for the main file's writer either.
+		k.write = false
+	}
+	return k, nil
+}
+
+// prepareTimePragma reports a statement text starting with PRAGMA or
+// EXPLAIN (EXPLAIN PRAGMA runs the pragma's code generation too).
+func prepareTimePragma(text string) bool {
+	kw := firstKeyword(text)
+	return kw == "PRAGMA" || kw == "EXPLAIN"
+}
+
+// writesMain asks SQLite, through EXPLAIN, whether the single statement
+// stmt opens a write transaction on the main database (an OP_Transaction
+// on database 0 with a non-zero P2; sqlite.org/opcode.html#Transaction).
+// When EXPLAIN cannot tell (it fails), the answer is yes.
+func writesMain(sc *sqlite3.SQLiteConn, stmt string) bool {
+	rows, err := sc.Query("EXPLAIN "+stmt, nil)
+	if err != nil {
+		return true
+	}
+	defer rows.Close()
+	cols := rows.Columns()
+	op, p1, p2 := slices.Index(cols, "opcode"), slices.Index(cols, "p1"), slices.Index(cols, "p2")
+	if op < 0 || p1 < 0 || p2 < 0 {
+		return true
+	}
+	v := make([]driver.Value, len(cols))
+	for {
+		if err := rows.Next(v); err != nil {
+			return err != io.EOF
+		}
+		name, _ := v[op].(string)
+		db, _ := v[p1].(int64)
+		wr, _ := v[p2].(int64)
+		if name == "Transaction" && db == 0 && wr != 0 {
+			return true
+		}
+	}
+}
+
+// stmtTail returns the unparsed remainder of a prepared string. go-sqlite3
+// keeps it in an unexported field; reading a string field through reflect
+// is allowed and changes nothing.
+func stmtTail(s *sqlite3.SQLiteStmt) string {
+	return reflect.ValueOf(s).Elem().FieldByName("t").String()
+}
+
+// stmtEmpty reports a statement SQLite prepared to nothing (its handle is
+// NULL: the text was empty, white space or comments). go-sqlite3 skips
+// such statements; running one directly would crash.
+func stmtEmpty(s *sqlite3.SQLiteStmt) bool {
+	return reflect.ValueOf(s).Elem().FieldByName("s").IsNil()
+}
+
+// exclusiveLockingRE matches a statement (comments removed) PRAGMA
+// [schema.]locking_mode = EXCLUSIVE or PRAGMA locking_mode(EXCLUSIVE), in
+// any case, with optional quotes.
+var exclusiveLockingRE = regexp.MustCompile(`(?is)^\s*pragma\s+(?:["'\x60\[]?\w+["'\x60\]]?\s*\.\s*)?["'\x60\[]?locking_mode["'\x60\]]?\s*(?:=|\()\s*["'\x60\[]?exclusive\b`)
+
+// refusesLocking reports whether any statement of query sets locking_mode
+// to EXCLUSIVE. It must be decided from the text, before SQLite prepares
+// anything: SQLite applies PRAGMA locking_mode while preparing it.
+func refusesLocking(query string) bool {
+	if !mentionsLockingMode(query) {
+		return false
+	}
+	for _, stmt := range splitStatements(query) {
+		if exclusiveLockingRE.MatchString(stmt) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitStatements splits q at the semicolons outside quotes ('…', "…",
+// `…`, […]) and comments, and replaces every comment by a space, in the
+// way SQLite's tokenizer reads them (sqlite.org/lang_comment.html). It is
+// for judging text before SQLite prepares it, not for running it.
+func splitStatements(q string) []string {
+	var out []string
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == ';':
+			out = append(out, b.String())
+			b.Reset()
+		case c == '-' && i+1 < len(q) && q[i+1] == '-':
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				i = len(q)
+			} else {
+				i += j
+			}
+			b.WriteByte(' ')
+		case c == '/' && i+1 < len(q) && q[i+1] == '*':
+			j := strings.Index(q[i+2:], "*/")
+			if j < 0 {
+				i = len(q)
+			} else {
+				i += j + 3
+			}
+			b.WriteByte(' ')
+		case c == '\'' || c == '"' || c == '`' || c == '[':
+			end := c
+			if c == '[' {
+				end = ']'
+			}
+			j := strings.IndexByte(q[i+1:], end)
+			if j < 0 {
+				b.WriteString(q[i:])
+				i = len(q)
+				break
+			}
+			// A doubled quote inside is two adjacent quoted parts: the
+			// same split.
+			b.WriteString(q[i : i+j+2])
+			i += j + 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(out, b.String())
+}
+
+// stripLeadingComments drops white space, ';' and SQL comments before the
+// first token of q.
+func stripLeadingComments(q string) string {
+	for {
+		q = strings.TrimLeft(q, " \t\r\n\f;")
+		switch {
+		case strings.HasPrefix(q, "--"):
+			i := strings.IndexByte(q, '\n')
+			if i < 0 {
+				return ""
+			}
+			q = q[i+1:]
+		case strings.HasPrefix(q, "/*"):
+			i := strings.Index(q, "*/")
+			if i < 0 {
+				return ""
+			}
+			q = q[i+2:]
+		default:
+			return q
+		}
+	}
+}
+
+// firstKeyword returns the first word of query, upper-cased, skipping
+// white space, '(' and SQL comments.
+func firstKeyword(q string) string {
+	for q = stripLeadingComments(q); strings.HasPrefix(q, "("); {
+		q = stripLeadingComments(q[1:])
+	}
+	end := strings.IndexFunc(q, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_')
+	})
+	if end < 0 {
+		end = len(q)
+	}
+	return strings.ToUpper(q[:end])
+}
+
+// mentionsLockingMode reports, without allocating, whether q contains
+// "locking_mode" in any case: the cheap test before classify inside the
+// driver's own transaction.
+func mentionsLockingMode(q string) bool { return mentionsWord(q, "locking_mode") }
+
+// mentionsWord reports, without allocating, whether q contains w (lower
+// case, ASCII) in any case. Comments and literals count: a false positive
+// only costs a slower path.
+func mentionsWord(q, w string) bool {
+	for i := 0; i+len(w) <= len(q); i++ {
+		if q[i]|0x20 == w[0] && strings.EqualFold(q[i:i+len(w)], w) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,12 @@
+package cleolease
+
+// EffectiveSQLiteDSN returns the DSN go-sqlite3 receives for a cleolease
+// DSN: the caller's go-sqlite3 parameters plus cleolease's defaults. The
+// differential tests open raw go-sqlite3 with it.
+func EffectiveSQLiteDSN(dsn string) (string, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	return cfg.sqliteDSNWithDefaults(), nil
+}

@@ -1,0 +1,25 @@
+//go:build linux
+
+package platform
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// FileSystem on this machine's temporary directory and /proc: both local,
+// neither FUSE, and a missing directory is an error rather than a guess.
+func TestFileSystemHere(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), "/proc"} {
+		info, err := FileSystem(dir)
+		if err != nil {
+			t.Fatalf("FileSystem(%s): %v", dir, err)
+		}
+		if info.Network {
+			t.Errorf("FileSystem(%s) = %+v: this test expects a local directory", dir, info)
+		}
+	}
+	if _, err := FileSystem(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Errorf("FileSystem of a missing directory: no error")
+	}
+}

@@ -1,0 +1,103 @@
+package cleolease
+
+import (
+	"context"
+	"database/sql/driver"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// leaseStmt is a prepared statement under the lease rules: its Exec and
+// Query route like the connection's, with the class judged once at
+// Prepare (go-sqlite3 runs only the first statement of a prepared string).
+// A statement prepared from empty or comment-only text runs as that text
+// does through the connection (no rows, nothing affected), where
+// go-sqlite3 v1.14.53 dereferences its NULL statement handle and crashes.
+type leaseStmt struct {
+	*sqlite3.SQLiteStmt
+	lc        *leaseConn
+	k         class
+	returning bool // the text has a RETURNING clause (see execReturning)
+}
+
+var (
+	_ driver.StmtExecContext  = (*leaseStmt)(nil)
+	_ driver.StmtQueryContext = (*leaseStmt)(nil)
+)
+
+func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if stmtEmpty(s.SQLiteStmt) {
+		return emptyResult{}, nil // go-sqlite3 would crash (NULL statement)
+	}
+	k, leased, err := s.lc.route("", &s.k, len(args))
+	if err != nil {
+		return nil, err
+	}
+	run := func() (driver.Result, error) { return s.SQLiteStmt.ExecContext(ctx, args) }
+	if !leased {
+		return run()
+	}
+	if s.returning && k.fenceable {
+		run = func() (driver.Result, error) { return s.execReturning(ctx, args) }
+	}
+	return s.lc.leasedExec(ctx, k, run)
+}
+
+// execReturning is Exec of a statement with a RETURNING clause inside the
+// driver's transaction. go-sqlite3's Exec takes one step and leaves such a
+// statement active (until its next run or Close), which would make the
+// driver's COMMIT fail with "SQL statements in progress". Here the step is
+// taken through Query, the result read as go-sqlite3 reads it after that
+// step (last_insert_rowid() and changes()), and the statement reset.
+func (s *leaseStmt) execReturning(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	rows, err := s.SQLiteStmt.QueryContext(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids, err := s.lc.SQLiteConn.QueryContext(context.Background(), "SELECT last_insert_rowid(), changes()", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ids.Close()
+	v := make([]driver.Value, 2)
+	if err := ids.Next(v); err != nil {
+		return nil, err
+	}
+	id, _ := v[0].(int64)
+	n, _ := v[1].(int64)
+	return result{id: id, n: n}, nil
+}
+
+func (s *leaseStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if stmtEmpty(s.SQLiteStmt) {
+		return &bufferedRows{}, nil // go-sqlite3 would crash (NULL statement)
+	}
+	k, leased, err := s.lc.route("", &s.k, len(args))
+	if err != nil {
+		return nil, err
+	}
+	run := func() (driver.Rows, error) { return s.SQLiteStmt.QueryContext(ctx, args) }
+	if !leased {
+		return run()
+	}
+	return s.lc.leasedQuery(ctx, k, run)
+}
+
+func (s *leaseStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+func (s *leaseStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+// emptyResult is go-sqlite3's result for a string with no statement in it:
+// LastInsertId and RowsAffected both 0.
+type emptyResult = result
+
+// result is a driver.Result with go-sqlite3's values.
+type result struct{ id, n int64 }
+
+func (r result) LastInsertId() (int64, error) { return r.id, nil }
+func (r result) RowsAffected() (int64, error) { return r.n, nil }

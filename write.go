@@ -1,0 +1,194 @@
+package cleolease
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/lease"
+)
+
+// leasedWrite is the one mechanism every write path uses (Exec, Query,
+// a prepared statement, BeginTx): start takes the lease of the context's
+// lane and, when the write is fenced, opens the driver's own BEGIN
+// IMMEDIATE; the caller runs its statements; finish either commits, after
+// the fencing check inside the transaction, or rolls back, and releases the
+// lease exactly once.
+type leasedWrite struct {
+	lc     *leaseConn
+	h      *lease.Hold // nil: the context opted out of the lease
+	fenced bool        // the write runs inside the driver's BEGIN IMMEDIATE
+	once   sync.Once   // guards release
+}
+
+// release ends the hold on the lane; later calls do nothing. A transaction
+// may end on another goroutine than the one that began it (database/sql
+// rolls back when the transaction's context ends).
+func (w *leasedWrite) release() { w.once.Do(func() { releaseHold(w.h) }) }
+
+// startWrite takes the lease for a write of class k made with ctx. A
+// transaction (tx true) always opens BEGIN IMMEDIATE, with or without a
+// lease; a statement does when it is fenceable and leased. On error
+// nothing is held.
+func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (*leasedWrite, error) {
+	h, err := lc.c.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &leasedWrite{lc: lc, h: h, fenced: tx || (k.fenceable && h != nil)}
+	if w.fenced {
+		if err := lc.beginImmediate(ctx, h); err != nil {
+			releaseHold(h)
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// finish ends a statement's write: it commits (fenced; a lost lease rolls
+// back and returns an error wrapping ErrLeaseLost) and returns runErr, or
+// the commit's error when runErr is nil. The lease is released.
+//
+// A failed statement is committed too when its transaction is still open,
+// as autocommit would: SQLite has already undone what the statement did
+// (or, for an INTERRUPT and the ROLLBACK conflict rule, the whole
+// transaction), except under the FAIL conflict rule (INSERT OR FAIL, ON
+// CONFLICT FAIL, RAISE(FAIL)), whose changes before the failure stay — and
+// go-sqlite3 commits them.
+func (w *leasedWrite) finish(runErr error) error {
+	defer w.release()
+	if !w.fenced {
+		return runErr
+	}
+	if runErr != nil {
+		if !w.lc.SQLiteConn.AutoCommit() {
+			w.lc.commitFenced(w.h) // rolls back when it cannot commit
+		}
+		return runErr
+	}
+	return w.lc.commitFenced(w.h)
+}
+
+// abort rolls back the transaction the write opened and releases the
+// lease. It returns SQLite's ROLLBACK error, as go-sqlite3's Rollback does
+// (for example "cannot rollback - no transaction is active" after the
+// caller ended the transaction by hand).
+func (w *leasedWrite) abort() error {
+	defer w.release()
+	if !w.fenced {
+		return nil
+	}
+	_, err := w.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
+	return err
+}
+
+// beginImmediate starts the driver's write transaction once the lease is
+// held. The only competitors for SQLite's write lock are then other lanes
+// and short lease bookkeeping, so instead of SQLite's busy handler (which
+// sleeps at least 1 ms per retry) it retries in Go with a back-off from
+// 10µs to 500µs, for as long as the connection's busy_timeout allows,
+// honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
+func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
+	bg := context.WithoutCancel(ctx)
+	if h == nil || !h.Claimed() {
+		// This process kept the lane (or took no lease): nobody else is
+		// expected to want the write lock, and SQLite's busy handler is
+		// the cheaper path.
+		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		return err
+	}
+	// The user's busy_timeout (read each time: a PRAGMA through any path,
+	// Raw included, may have changed it) bounds the retries and is restored.
+	busyMS := 0
+	if rows, err := lc.SQLiteConn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
+		v := make([]driver.Value, 1)
+		if rows.Next(v) == nil {
+			n, _ := v[0].(int64)
+			busyMS = int(n)
+		}
+		rows.Close()
+	}
+	if _, err := lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
+		return err
+	}
+	defer lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(busyMS), nil)
+	deadline := time.Now().Add(time.Duration(busyMS) * time.Millisecond)
+	wait := 10 * time.Microsecond
+	for {
+		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if wait *= 2; wait > 500*time.Microsecond {
+			wait = 500 * time.Microsecond
+		}
+	}
+}
+
+// isBusy reports SQLite's SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+}
+
+// rollback ends the connection's open transaction, if any.
+func (lc *leaseConn) rollback() {
+	if !lc.SQLiteConn.AutoCommit() {
+		lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
+	}
+}
+
+// commitFenced checks the lease inside the transaction, then commits; a
+// lost lease rolls back and returns the typed error. SQLite's own errors
+// come back unchanged.
+func (lc *leaseConn) commitFenced(h *lease.Hold) error {
+	ctx := context.Background()
+	if h != nil {
+		if err := h.Fence(ctx, fenceQuerier{lc}); err != nil {
+			lc.rollback()
+			return err
+		}
+	}
+	if _, err := lc.SQLiteConn.ExecContext(ctx, "COMMIT", nil); err != nil {
+		lc.rollback()
+		return err
+	}
+	return nil
+}
+
+// fenceQuerier serves Hold.Fence from a statement prepared once per
+// connection (lease.FenceSQL); any other query is prepared as usual.
+type fenceQuerier struct{ lc *leaseConn }
+
+func (f fenceQuerier) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	lc := f.lc
+	if query != lease.FenceSQL {
+		return lc.SQLiteConn.QueryContext(ctx, query, args)
+	}
+	if lc.fence == nil {
+		st, err := lc.SQLiteConn.PrepareContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		lc.fence = st.(*sqlite3.SQLiteStmt)
+	}
+	return lc.fence.QueryContext(ctx, args)
+}
+
+func releaseHold(h *lease.Hold) {
+	if h != nil {
+		h.Release()
+	}
+}
