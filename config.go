@@ -38,6 +38,7 @@ var configFields = map[string]string{
 	"_lease_lane":            "Lane",
 	"_lease_linger":          "Linger",
 	"_lease_mode":            "Mode",
+	"_lease_network_fs":      "NetworkFS",
 	"_lease_priority":        "Priority",
 	"_lease_scope":           "Scope",
 	"_lease_slice":           "Slice",
@@ -81,6 +82,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Linger == 0 {
 		c.Linger = def.Linger
+	}
+	if c.NetworkFS == "" {
+		c.NetworkFS = def.NetworkFS
 	}
 	if c.MigrationsTable == "" {
 		c.MigrationsTable = def.MigrationsTable
