@@ -617,7 +617,7 @@ func raceNote(raw demoRun) string {
 	}
 	var what []string
 	if m.Duplicated > 0 {
-		what = append(what, fmt.Sprintf("%d migrations applied twice or more", m.Duplicated))
+		what = append(what, fmt.Sprintf("%d %s applied twice or more", m.Duplicated, plural(m.Duplicated, "migration")))
 	}
 	if m.Missing > 0 {
 		what = append(what, fmt.Sprintf("%d never applied", m.Missing))
@@ -633,6 +633,14 @@ func raceNote(raw demoRun) string {
 	}
 	return fmt.Sprintf("%s: the race showed on try %d of up to %d, each on a fresh file:\n  %s",
 		raw.Label, m.Tries, demoRaceTries, strings.Join(what, ", "))
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func applied(n int) string {
