@@ -187,7 +187,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn, err = c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.openErr(err)
 	}
 	if slot.lc == nil {
 		conn.Close()
@@ -195,7 +195,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	if err := c.ensureEngine(ctx); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, c.openErr(err)
 	}
 	if err := c.coldOpen(ctx); err != nil {
 		conn.Close()

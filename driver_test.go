@@ -527,16 +527,17 @@ func TestDriverIdentity(t *testing.T) {
 
 func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		dsn  string
-		edit func(c *cleolease.Config)
+		name  string
+		dsn   string
+		edit  func(c *cleolease.Config)
+		field string // the Config field the error names; "" for a *DSNError inside SQLiteDSN
 	}{
-		{"typo go-sqlite3 param", "x.db?_busy_timout=5", func(c *cleolease.Config) { c.SQLiteDSN = "x.db?_busy_timout=5" }},
-		{"non-positive ttl", "x.db?_lease_ttl=-1s", func(c *cleolease.Config) { c.TTL = -time.Second }},
-		{"bad mode", "x.db?_lease_mode=sometimes", func(c *cleolease.Config) { c.Mode = "sometimes" }},
-		{"empty scope", "x.db?_lease_scope=", func(c *cleolease.Config) { c.Scope = "" }},
-		{"negative wait", "x.db?_lease_wait=-1s", func(c *cleolease.Config) { c.Wait = -time.Second }},
-		{"bad migrations table", "x.db?_migrations_table=a-b", func(c *cleolease.Config) { c.MigrationsTable = "a-b" }},
+		{"typo go-sqlite3 param", "x.db?_busy_timout=5", func(c *cleolease.Config) { c.SQLiteDSN = "x.db?_busy_timout=5" }, ""},
+		{"non-positive ttl", "x.db?_lease_ttl=-1s", func(c *cleolease.Config) { c.TTL = -time.Second }, "TTL"},
+		{"bad mode", "x.db?_lease_mode=sometimes", func(c *cleolease.Config) { c.Mode = "sometimes" }, "Mode"},
+		{"empty scope", "x.db?_lease_scope=", func(c *cleolease.Config) { c.Scope = "" }, "Scope"},
+		{"negative wait", "x.db?_lease_wait=-1s", func(c *cleolease.Config) { c.Wait = -time.Second }, "Wait"},
+		{"bad migrations table", "x.db?_migrations_table=a-b", func(c *cleolease.Config) { c.MigrationsTable = "a-b" }, "MigrationsTable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, dsnErr := sql.Open("cleolease", tc.dsn)
@@ -554,13 +555,20 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 				db.Close()
 			}
 			for name, err := range map[string]error{"NewConnector": connErr, "OpenDB": openErr} {
-				var got *cleolease.DSNError
-				if !errors.As(err, &got) {
-					t.Errorf("%s = %v, want a *DSNError", name, err)
+				if tc.field == "" {
+					var got *cleolease.DSNError
+					if !errors.As(err, &got) || *got != *want {
+						t.Errorf("%s = %v, want the DSN's %#v", name, err, *want)
+					}
 					continue
 				}
-				if *got != *want {
-					t.Errorf("%s = %#v, want the DSN's %#v", name, *got, *want)
+				var got *cleolease.ConfigError
+				if !errors.As(err, &got) {
+					t.Errorf("%s = %v, want a *ConfigError", name, err)
+					continue
+				}
+				if got.Field != tc.field || got.Reason != want.Reason {
+					t.Errorf("%s = %#v, want Field %q and the DSN's reason %q", name, *got, tc.field, want.Reason)
 				}
 			}
 		})

@@ -43,8 +43,18 @@ const (
 	DefaultMigrationsTable = "schema_migrations"
 )
 
-// Config is a parsed cleolease DSN plus what a DSN cannot carry. The zero
-// value is not valid; start from NewConfig or ParseDSN.
+// Config is a parsed cleolease DSN plus what a DSN cannot carry.
+//
+// In a Config literal, every field left at its zero value takes its
+// default (mode local, scope "main", lane "default", DefaultTTL,
+// DefaultWait, DefaultPriority, DefaultSlice, DefaultLinger,
+// DefaultMigrationsTable), so Config{SQLiteDSN: "file:app.db"} behaves as
+// the DSN "file:app.db". To give Wait, Priority, Slice or Linger an explicit
+// zero (no wait, the best ordinary priority, strict FIFO, no lingering),
+// start from NewConfig (or ParseDSN) and set the field: a Config made by
+// either holds every value explicitly and keeps its zeros, as a DSN's
+// "_lease_wait=0" does. NewConnector reports a bad field as a *ConfigError
+// naming it.
 type Config struct {
 	// SQLiteDSN is what go-sqlite3 receives: the caller's DSN with the
 	// cleolease-owned parameters removed, every other byte unchanged.
@@ -80,6 +90,11 @@ type Config struct {
 	// MigrationsFS, when set, is the migration source (golang-migrate iofs
 	// layout: NNN_name.up.sql / NNN_name.down.sql at its root).
 	MigrationsFS fs.FS
+	// Migrator, when set, runs at the cold open under the cold-open lease,
+	// after the golang-migrate migrations: another migration tool (ent,
+	// goose, atlas) or hand-written DDL; see Migrator. It replaces a
+	// Migrator registered under Migrations.
+	Migrator Migrator
 	// Logger receives lease and migration events; nil is silent.
 	Logger *slog.Logger
 	// BaseDriver opens the underlying connections (extensions, ConnectHook);
@@ -93,14 +108,21 @@ type Config struct {
 	BaseDriver *sqlite3.SQLiteDriver
 	// Clock is the lease engine's wall clock; nil means lease.SystemClock.
 	Clock lease.Clock
+
+	// explicit is set by NewConfig (so by ParseDSN): every field holds its
+	// value explicitly, zeros included. A literal leaves it false, and its
+	// zero fields take the defaults (applyDefaults, config.go).
+	explicit bool
 }
 
-// NewConfig returns a Config holding every default of DESIGN §4: mode
+// NewConfig returns a Config holding every default explicitly: mode
 // local, scope "main", lane "default", the default TTL, wait, priority,
 // slice and linger, and the "schema_migrations" version table. SQLiteDSN is
-// empty; set it before use.
+// empty; set it before use. Unlike a Config literal's, its fields keep a
+// zero set on them (Wait = 0 means no wait).
 func NewConfig() *Config {
 	return &Config{
+		explicit:        true,
 		Mode:            ModeLocal,
 		Scope:           DefaultScope,
 		Lane:            DefaultLane,
@@ -384,6 +406,8 @@ func ParseDSN(dsn string) (*Config, error) {
 // whose values differ from NewConfig's, sorted by name, values escaped with
 // url.QueryEscape and durations written by time.Duration.String.
 func (c *Config) FormatDSN() string {
+	c = c.Clone()
+	c.applyDefaults()
 	def := NewConfig()
 	var b strings.Builder
 	b.WriteString(c.SQLiteDSN)
@@ -408,11 +432,14 @@ func (c *Config) FormatDSN() string {
 }
 
 // validate checks a Config, parsed or built by hand, with the rules
-// ParseDSN applies, and fills in an empty MigrationsTable with the default.
-// A bad field is reported as a *DSNError naming its DSN parameter (for
-// example "_lease_ttl"); SQLiteDSN is checked for parameters go-sqlite3
-// would reject or silently ignore and for private in-memory databases.
+// ParseDSN applies, after giving a literal's zero fields their defaults
+// (applyDefaults) and filling in an empty MigrationsTable. A bad field is
+// reported as a *ConfigError naming the Config field (for example "TTL");
+// SQLiteDSN is checked for parameters go-sqlite3 would reject or silently
+// ignore (a *DSNError naming the parameter) and for private in-memory
+// databases.
 func (c *Config) validate() error {
+	c.applyDefaults()
 	if c.MigrationsTable == "" {
 		c.MigrationsTable = DefaultMigrationsTable
 	}
@@ -424,7 +451,7 @@ func (c *Config) validate() error {
 		}
 		var scratch Config
 		if reason := p.set(&scratch, v); reason != "" {
-			return &DSNError{Param: p.name, Value: v, Reason: reason}
+			return &ConfigError{Field: configFields[p.name], Value: v, Reason: reason}
 		}
 	}
 	if err := checkSQLiteQuery(c.SQLiteDSN); err != nil {

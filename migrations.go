@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
 
@@ -43,14 +44,17 @@ var (
 // narrow an embed.FS with fs.Sub. Call it before the first connection,
 // typically from init. Registering a name again replaces its source for
 // later cold opens (a file already migrated in this process is not looked
-// at again). It panics if name is empty or contains "://" (reserved for
-// source URLs) or fsys is nil.
+// at again). It panics if name is empty, contains "://" (reserved for
+// source URLs), contains a path separator or starts with '.' (reserved for
+// directories, see migrate.IsDirPath), or fsys is nil.
 func RegisterMigrations(name string, fsys fs.FS) {
 	switch {
 	case name == "":
 		panic("cleolease: RegisterMigrations: empty name")
 	case strings.Contains(name, "://"):
 		panic("cleolease: RegisterMigrations: name " + name + " looks like a source URL")
+	case migrate.IsDirPath(name):
+		panic("cleolease: RegisterMigrations: name " + name + " looks like a directory (it has a path separator or starts with '.')")
 	case fsys == nil:
 		panic("cleolease: RegisterMigrations: nil fs.FS for " + name)
 	}
@@ -60,8 +64,11 @@ func RegisterMigrations(name string, fsys fs.FS) {
 }
 
 // migrationSource returns the configured source: Config.MigrationsFS when
-// set, else the fs.FS registered under _migrations, else _migrations as a
-// golang-migrate source URL. ok is false when no migrations are configured.
+// set, else _migrations as a golang-migrate source URL when it holds
+// "://", as a directory when migrate.IsDirPath says so (a path separator
+// or a leading '.'; relative to the working directory), else the fs.FS
+// registered under that name. ok is false when no migrations are
+// configured.
 func (c *Connector) migrationSource() (url string, fsys fs.FS, ok bool, err error) {
 	if c.cfg.MigrationsFS != nil {
 		return "", c.cfg.MigrationsFS, true, nil
@@ -69,6 +76,16 @@ func (c *Connector) migrationSource() (url string, fsys fs.FS, ok bool, err erro
 	name := c.cfg.Migrations
 	if name == "" {
 		return "", nil, false, nil
+	}
+	if migrate.IsDirPath(name) {
+		st, err := os.Stat(name)
+		switch {
+		case err != nil:
+			return "", nil, false, fmt.Errorf("cleolease: _migrations=%q (a directory, since it has a path separator or starts with '.'): %w", name, err)
+		case !st.IsDir():
+			return "", nil, false, fmt.Errorf("cleolease: _migrations=%q (a directory, since it has a path separator or starts with '.'): not a directory", name)
+		}
+		return "", os.DirFS(name), true, nil
 	}
 	migrationSourcesMu.RLock()
 	fsys = migrationSources[name]
@@ -79,7 +96,10 @@ func (c *Connector) migrationSource() (url string, fsys fs.FS, ok bool, err erro
 	if strings.Contains(name, "://") {
 		return name, nil, true, nil
 	}
-	return "", nil, false, fmt.Errorf("cleolease: _migrations=%q is neither a name given to RegisterMigrations nor a source URL such as file://dir", name)
+	if registeredMigrator(name) {
+		return "", nil, false, nil // a Migrator only (migratehook.go)
+	}
+	return "", nil, false, fmt.Errorf("cleolease: _migrations=%q is neither a name given to RegisterMigrations or RegisterMigrator nor a source URL such as file://dir (a directory path needs a path separator or a leading '.': ./%s)", name, name)
 }
 
 // coldState is the cold open of one database (file identity plus version
@@ -102,8 +122,9 @@ type coldRun struct {
 
 var coldStates sync.Map // key string → *coldState
 
-// coldOpen brings the database up to the newest migration before the
-// connection Connect just opened is handed out.
+// coldOpen brings the database up to the newest migration, then runs the
+// Migrator if one is configured (migratehook.go), before the connection
+// Connect just opened is handed out.
 //
 // The first connect to a file in this process runs migrate.Up — the cold
 // open — on a private raw go-sqlite3 connection, under the lease of the
@@ -131,7 +152,8 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 		return nil
 	}
 	url, fsys, ok, err := c.migrationSource()
-	if err != nil || !ok {
+	mig := c.migrator()
+	if err != nil || (!ok && mig == nil) {
 		return err
 	}
 	key, err := c.coldKey()
@@ -172,7 +194,13 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 			if prev != nil {
 				<-prev.done // a cancelled run winding down
 			}
-			err := migrate.Up(rctx, opts)
+			var err error
+			if ok {
+				err = migrate.Up(rctx, opts)
+			}
+			if err == nil && mig != nil {
+				err = migrate.Run(rctx, opts, mig.Migrate)
+			}
 			cancel()
 			st.mu.Lock()
 			if st.run == r {
@@ -208,12 +236,16 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 
 // coldKey identifies the database and version table a cold open is for.
 func (c *Connector) coldKey() (string, error) {
+	table := c.cfg.MigrationsTable
+	if c.migrator() != nil {
+		table += "\x00migrator" // a connector with a Migrator does not skip it after one without
+	}
 	if c.memory {
-		return "mem:" + c.path + "\x00" + c.cfg.MigrationsTable, nil
+		return "mem:" + c.path + "\x00" + table, nil
 	}
 	resolved, dev, ino, err := lease.FileKey(c.path)
 	if err != nil {
 		return "", fmt.Errorf("cleolease: cold open of %s: %w", c.path, err)
 	}
-	return fmt.Sprintf("%s\x00%d:%d\x00%s", resolved, dev, ino, c.cfg.MigrationsTable), nil
+	return fmt.Sprintf("%s\x00%d:%d\x00%s", resolved, dev, ino, table), nil
 }

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -745,6 +746,32 @@ func TestColdOpenSources(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "RegisterMigrations") {
 			t.Fatalf("Ping = %v, want an error naming RegisterMigrations", err)
 		}
+	})
+	// A plain directory path (a path separator or a leading '.') is a
+	// directory, as the CLI's --source takes it (issue 16, item 3).
+	for _, dir := range []string{"./testdata/migrations", "testdata/migrations", mgFixture(t, "migrations")} {
+		t.Run("plain_directory "+dir, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "dir.db")
+			db := mgOpen(t, "file:"+path+"?_migrations="+url.QueryEscape(dir))
+			if v, _ := mgVersion(t, db); v != 20 {
+				t.Fatalf("version %d", v)
+			}
+		})
+	}
+	t.Run("plain_directory_missing", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "missing.db")
+		err := mgOpen(t, "file:"+path+"?_migrations=./testdata/no-such-dir").Ping()
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "./testdata/no-such-dir") {
+			t.Fatalf("Ping = %v, want fs.ErrNotExist naming the directory", err)
+		}
+	})
+	t.Run("directory_names_cannot_be_registered", func(t *testing.T) {
+		defer func() {
+			if recover() == nil {
+				t.Error("RegisterMigrations(\"./m\", …) did not panic")
+			}
+		}()
+		cleolease.RegisterMigrations("./m", os.DirFS(mgFixture(t, "migrations")))
 	})
 	t.Run("mode_off", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "off.db")

@@ -261,7 +261,8 @@ func TestNetworkFSParam(t *testing.T) {
 		t.Errorf("empty NetworkFS: %v", err)
 	}
 	cfg.NetworkFS = "sometimes"
-	if _, err := NewConnector(*cfg); !errors.As(err, &derr) || derr.Param != "_lease_network_fs" {
+	var cerr *ConfigError // a Config's error names the Config field (issue 16, item 1)
+	if _, err := NewConnector(*cfg); !errors.As(err, &cerr) || cerr.Field != "NetworkFS" {
 		t.Errorf("bad NetworkFS: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 // Package compat holds cleolease's compatibility tests with database
-// toolkits and ORMs (sqlx, GORM, bun). It is a separate module so that the
-// core module does not depend on them; it has no API of its own. The tests
-// show that unchanged client code works with the driver name "cleolease",
-// with several processes writing to one SQLite file at once, and README.md
-// carries the same snippets the examples run.
+// toolkits, ORMs and migration tools (sqlx, GORM, bun, ent, goose, sqlc).
+// It is a separate module so that the core module does not depend on them;
+// it has no API of its own. The tests show that unchanged client code works
+// with the driver name "cleolease", with several processes writing to one
+// SQLite file at once, that ent's and goose's migrations run once across
+// processes as a cleolease.Migrator, and README.md carries the same
+// snippets the examples run.
 package compat

@@ -140,6 +140,11 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 // A provably live holder is refused with ErrHolderAlive unless force. It
 // returns the broken holder's status, or nil when the lane was free.
 func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*HolderStatus, error) {
+	return e.breakLane(ctx, scope, lane, 0, force)
+}
+
+// breakLane is Break, guarded by epoch unless it is 0 (BreakEpoch).
+func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64, force bool) (*HolderStatus, error) {
 	if e.opts.MemoryOnly {
 		return nil, e.errf("break", scope, lane, ErrUnavailable, "in-memory databases have no lease rows")
 	}
@@ -153,6 +158,9 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 		}
 		v := e.probe(r.h)
 		out = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch}
+		if epoch != 0 && r.epoch != epoch {
+			return e.errf("break", scope, lane, ErrEpochChanged, fmt.Sprintf("epoch %d is active, not %d", r.epoch, epoch))
+		}
 		if v.alive && !force {
 			le := e.errf("break", scope, lane, ErrHolderAlive, v.reason+"; use force to break it anyway")
 			le.Holder = r.h.ID

@@ -19,9 +19,10 @@ func newBreakCmd() *cobra.Command {
 		scope, lane string
 		force       bool
 		timeout     time.Duration
+		epoch       int64
 	)
 	cmd := &cobra.Command{
-		Use:   "break DB --scope S --lane L [--force]",
+		Use:   "break DB --scope S --lane L [--epoch N] [--force]",
 		Short: "Release a lane held by a dead or hung holder",
 		Long: `break ends the active lease of (scope, lane) in DB, so a dead or hung
 holder stops blocking the lane: the row is deactivated (its epoch is kept, so
@@ -32,12 +33,20 @@ A holder that is provably alive (it keeps its liveness lock) is refused
 unless --force: check 'cleolease status DB' first; a live holder whose
 heartbeat is older than its TTL is probably hung.
 
+break only ever breaks the holder it saw: it prints that holder and epoch
+first, and the break itself checks, in the transaction that breaks it, that
+this epoch is still the active one. A holder that took the lane after the
+command started (the one it saw released meanwhile) is left alone. --epoch N
+(the epoch 'cleolease status' showed) breaks only if N is still active, and
+fails otherwise. The last line says which holder and epoch were broken, or
+why nothing was.
+
 Breaking writes to the database, so it needs SQLite's write lock. A holder
 stopped or hung inside a write transaction keeps that lock until the
 transaction ends: break then gives up after --timeout, and only ending that
 process (kill it) frees the database.`,
 		Example: `  cleolease break app.db --scope main --lane default
-  cleolease break app.db --scope main --lane default --force`,
+  cleolease break app.db --scope main --lane default --epoch 42 --force`,
 		Args: oneDB,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if scope == "" || lane == "" {
@@ -46,7 +55,10 @@ process (kill it) frees the database.`,
 			if timeout <= 0 {
 				return usagef("--timeout must be positive")
 			}
-			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], scope, lane, force, timeout)
+			if cmd.Flags().Changed("epoch") && epoch <= 0 {
+				return usagef("--epoch must be positive")
+			}
+			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], scope, lane, epoch, force, timeout)
 		}),
 	}
 	f := cmd.Flags()
@@ -54,13 +66,17 @@ process (kill it) frees the database.`,
 	f.StringVar(&lane, "lane", "", "lane to release (required)")
 	f.BoolVar(&force, "force", false, "break even a holder that is provably alive")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for SQLite's write lock")
+	f.Int64Var(&epoch, "epoch", 0, "break only if this epoch (from 'cleolease status') is still the active one")
 	return cmd
 }
 
-func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force bool, timeout time.Duration) error {
+// runBreak breaks (scope, lane) of path. want is the epoch to break (0:
+// the one active when the command starts, if any).
+func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want int64, force bool, timeout time.Duration) error {
 	// Check read-only first: lease.Open would create the lease tables in a
 	// database that has none.
 	var holderPID int64
+	var seen *lease.HolderStatus
 	err := readOnly(ctx, path, func(db *sql.DB) error {
 		if err := requireLeaseTables(ctx, db, path); err != nil {
 			return err
@@ -73,7 +89,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 		for _, l := range lanes {
 			if l.Scope == scope && l.Lane == lane {
 				if l.Holder != nil {
-					holderPID = l.Holder.PID
+					holderPID, seen = l.Holder.PID, l.Holder
 				}
 				return nil
 			}
@@ -87,6 +103,17 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 	if err != nil {
 		return err
 	}
+	explicit := want != 0
+	switch {
+	case seen == nil && !explicit:
+		fmt.Fprintf(w, "%s/%s: no active holder; nothing to break\n", scope, lane)
+		return nil
+	case seen != nil:
+		fmt.Fprintf(w, "%s/%s: holder %s (pid %d, %s) at epoch %d\n", scope, lane, seen.ID, seen.PID, aliveText(seen.Alive, seen.Why), seen.Epoch)
+		if !explicit {
+			want = seen.Epoch // never break a holder that takes the lane from now on
+		}
+	}
 	dsn, err := fileURI(path, "_busy_timeout=30000")
 	if err != nil {
 		return failf("%s: %v", path, err)
@@ -99,7 +126,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 	}
 	var h *lease.HolderStatus
 	if err == nil {
-		h, err = e.Break(bctx, scope, lane, force)
+		h, err = e.BreakEpoch(bctx, scope, lane, want, force)
 	}
 	if err != nil && ctx.Err() == nil && bctx.Err() != nil {
 		who := "a process"
@@ -110,6 +137,15 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 			"a holder stopped or hung inside a transaction keeps it until it ends: end that process, then break again",
 			path, timeout, who)
 	}
+	if errors.Is(err, lease.ErrEpochChanged) && h != nil {
+		if explicit {
+			return failf("refusing to break %s/%s: epoch %d is no longer active; holder %s (pid %d) holds it at epoch %d (break --epoch %d to break that one)",
+				scope, lane, want, h.ID, h.PID, h.Epoch, h.Epoch)
+		}
+		fmt.Fprintf(w, "%s/%s: nothing broken: the holder seen at epoch %d has gone; holder %s (pid %d) took the lane since, at epoch %d\n",
+			scope, lane, want, h.ID, h.PID, h.Epoch)
+		return nil
+	}
 	if errors.Is(err, lease.ErrHolderAlive) {
 		return failf("refusing to break %s/%s: holder %s (pid %d) is alive (%s); use --force if it is hung",
 			scope, lane, h.ID, h.PID, h.Why)
@@ -118,7 +154,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, force 
 		return failf("%s: %v", path, err)
 	}
 	if h == nil {
-		fmt.Fprintf(w, "%s/%s: no active holder; nothing to break\n", scope, lane)
+		fmt.Fprintf(w, "%s/%s: nothing broken: epoch %d is no longer active and the lane is free\n", scope, lane, want)
 		return nil
 	}
 	state := "dead"

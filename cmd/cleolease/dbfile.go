@@ -27,6 +27,8 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 func checkDBFile(path string) error {
 	st, err := os.Stat(path)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && looksLikeDSN(path):
+		return usagef("%s: DB is a file path, not a DSN (for example %s)", path, dsnPath(path))
 	case errors.Is(err, fs.ErrNotExist):
 		return failf("%s: no such file", path)
 	case err != nil:
@@ -48,6 +50,26 @@ func checkDBFile(path string) error {
 		return failf("%s: not an SQLite database (no SQLite header)", path)
 	}
 	return nil
+}
+
+// looksLikeDSN reports a command-line DB that is a DSN rather than a file
+// path: a "file:" URI or a path with a query.
+func looksLikeDSN(s string) bool {
+	return strings.HasPrefix(s, "file:") || strings.Contains(s, "?")
+}
+
+// dsnPath is the file path a DSN most likely names, for the hint: the part
+// before '?', without "file:" (and "//localhost" or "//").
+func dsnPath(dsn string) string {
+	p, _, _ := strings.Cut(dsn, "?")
+	p = strings.TrimPrefix(p, "file:")
+	if rest, ok := strings.CutPrefix(p, "//"); ok {
+		p = strings.TrimPrefix(rest, "localhost")
+	}
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	return p
 }
 
 func unwrapPathErr(err error) error {
@@ -125,10 +147,13 @@ func requireLeaseTables(ctx context.Context, db *sql.DB, path string) error {
 		return sqliteFailure(path, err)
 	}
 	if !ok {
-		return failf("%s: no cleolease lease tables (_writer_leases, _writer_queue): no process has opened it with cleolease", path)
+		return failf("%s: %s", path, noLeaseTables)
 	}
 	return nil
 }
+
+// noLeaseTables is why a file has no lanes to show.
+const noLeaseTables = "no cleolease lease tables (_writer_leases, _writer_queue): no process has opened it with cleolease"
 
 // migrationState is what golang-migrate's version table says.
 type migrationState struct {

@@ -107,6 +107,25 @@ type migrationReport struct {
 	SchemaUsable    bool               `json:"schema_usable"`
 	Samples         []string           `json:"error_samples,omitempty"`
 	Processes       []migrationOutcome `json:"processes"`
+	// Collided reports that the race showed: a migration applied twice or
+	// never, a process whose migration failed, or a dirty schema.
+	Collided bool `json:"collided"`
+	// Tries is how many times the phase ran, each on a fresh file: the
+	// raw run repeats it, up to demoRaceTries, until the race shows.
+	Tries int `json:"tries"`
+}
+
+// demoRaceTries bounds how often the raw run repeats its start-up
+// migrations on a fresh file to show the race, which depends on timing.
+const demoRaceTries = 5
+
+// errRetryRace ends a raw run whose migrations did not collide, to try
+// again on a fresh file.
+var errRetryRace = errors.New("the migrations did not collide")
+
+// collided reports whether the start-up migrations showed the race.
+func (m migrationReport) collided() bool {
+	return m.MaxApplications > 1 || m.Missing > 0 || m.Failed > 0 || m.Final.Dirty
 }
 
 type versionRuns struct {
@@ -197,7 +216,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, o demoOptions) error
 	}
 	rep := demoReport{Workers: o.workers, Goroutines: o.goroutines, Duration: o.duration, Work: o.work, Kept: kept}
 	ui := newProgress(stderr, o.asJSON && !isTerminal(stderr))
-	ui.step("cleolease demo: %d worker processes × %d goroutine(s), %s per run, %d migrations (%s)",
+	ui.step("cleolease demo: %d workers × %d goroutine(s), %s per run, %d migrations (%s)",
 		o.workers, o.goroutines, o.duration, len(versions), set)
 	for _, driver := range []string{"raw", "cleolease"} {
 		run, err := demoOnce(ctx, ui, o, driver, paths[driver], fsys, versions, set)
@@ -250,12 +269,29 @@ func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver, path s
 		run.Label = "cleolease"
 		run.Setup = `cleolease.OpenDB(Config{SQLiteDSN: "file:…", MigrationsFS: …}), db.BeginTx; migrations at cold open`
 	}
-	if err := createDemoDB(ctx, path); err != nil {
-		return run, err
+	for try := 1; ; try++ {
+		if err := createDemoDB(ctx, path); err != nil {
+			return run, err
+		}
+		err := demoFleet(ctx, ui, o, &run, path, fsys, versions, set, try)
+		if !errors.Is(err, errRetryRace) {
+			return run, err
+		}
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return run, err
+			}
+		}
 	}
+}
+
+// demoFleet is one try of a run: the workers migrate path at once, and,
+// unless a raw run's migrations did not collide and tries remain
+// (errRetryRace), run the workload.
+func demoFleet(ctx context.Context, ui *progressUI, o demoOptions, run *demoRun, path string, fsys fs.FS, versions []uint64, set string, try int) error {
 	specs := make([]workerSpec, o.workers)
 	for i := range specs {
-		specs[i] = workerSpec{Index: i, Driver: driver, RawQuery: rawDemoQuery, Workload: "tracker",
+		specs[i] = workerSpec{Index: i, Driver: run.Driver, RawQuery: rawDemoQuery, Workload: "tracker",
 			Goroutines: o.goroutines, Duration: o.duration, Work: o.work,
 			MigrateDB: path, Migrations: o.migrations, Table: o.table}
 	}
@@ -273,9 +309,14 @@ func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver, path s
 			}
 			mr.Set = set
 			mr.Slowest = time.Since(migStart)
+			mr.Tries, mr.Collided = try, mr.collided()
 			run.Migrations = mr
-			ui.step("%s: migrated in %s: max applications per migration %d, %d of %d processes failed, %s",
-				run.Label, fmtAge(mr.Slowest), mr.MaxApplications, mr.Failed, o.workers, mr.Final)
+			ui.step("%s: migrated in %s; max applications %d; %d/%d processes failed; version %s",
+				run.Label, fmtAge(mr.Slowest), mr.MaxApplications, mr.Failed, o.workers, shortState(mr.Final))
+			if run.Driver == "raw" && !mr.Collided && try < demoRaceTries {
+				ui.step("%s: no collision this time (try %d of up to %d); again on a fresh file", run.Label, try, demoRaceTries)
+				return "", errRetryRace
+			}
 			wdb := path
 			if o.migrations != "" || !mr.SchemaUsable {
 				// The workload needs the task-tracker tables: with your
@@ -299,19 +340,22 @@ func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver, path s
 		ticker: ui.tick,
 	}
 	_, results, err := fr.run(ctx)
+	if errors.Is(err, errRetryRace) {
+		return err
+	}
 	if err != nil {
 		ui.done("failed")
-		return run, err
+		return err
 	}
 	run.Load = summarize(results, o.goroutines, o.duration)
 	run.Check, err = verifyTracker(ctx, run.WorkloadDB, run.Load.Commits)
 	if err != nil {
 		ui.done("failed")
-		return run, fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("verify: %w", err)
 	}
 	ui.done(fmt.Sprintf("%s commits, %s lock errors, %d lost updates, fairness %.2f",
 		fmtInt(run.Load.Commits), fmtInt(run.Load.LockErrors), run.Check.LostUpdates, run.Load.Fairness))
-	return run, nil
+	return nil
 }
 
 // analyzeMigrations reads what the start-up migrations did to path.
@@ -467,8 +511,9 @@ func printDemo(w io.Writer, rep demoReport) {
 	raw, cl := rep.Runs[0], rep.Runs[1]
 	fmt.Fprintf(w, "\ncleolease demo: %d processes × %d goroutine(s), %s of writes per run, SQLite %s\n",
 		rep.Workers, rep.Goroutines, rep.Duration, rep.SQLiteVersion)
-	fmt.Fprintf(w, "  raw:       %s\n  cleolease: %s\n", raw.Setup, cl.Setup)
-	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", opMix(cl.Load.Ops))
+	indent := func(s string) string { return strings.ReplaceAll(s, "; ", ";\n             ") }
+	fmt.Fprintf(w, "  raw:       %s\n  cleolease: %s\n", indent(raw.Setup), indent(cl.Setup))
+	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", strings.Replace(opMix(cl.Load.Ops), " (", "\n             (", 1))
 
 	fmt.Fprintf(w, "Start-up migrations (%s), all %d processes at once — applications per migration:\n", cl.Migrations.Set, rep.Workers)
 	mt := newTable(w, "migration", raw.Label, cl.Label)
@@ -477,42 +522,67 @@ func printDemo(w io.Writer, rep demoReport) {
 		mt.Append([]string{v.Name, applied(r.Applications), applied(v.Applications)})
 	}
 	mt.Render()
+	fmt.Fprintln(w, raceNote(raw))
 
 	fmt.Fprintln(w)
 	t := newTable(w, "", raw.Label, cl.Label)
 	row := func(label string, f func(r demoRun) string) { t.Append([]string{label, f(raw), f(cl)}) }
+	lease := func(f func(c *leaseCounters) int64) func(r demoRun) string {
+		return func(r demoRun) string {
+			if r.Load.Lease == nil {
+				return "n/a"
+			}
+			return fmtInt(f(r.Load.Lease))
+		}
+	}
 	row("commits", func(r demoRun) string {
 		return fmt.Sprintf("%s (%s/s)", fmtInt(r.Load.Commits), fmtInt(int64(r.Load.CommitsPerSec)))
 	})
-	row("lock errors (database is locked)", func(r demoRun) string { return fmtInt(r.Load.LockErrors) })
+	row("lock errors", func(r demoRun) string { return fmtInt(r.Load.LockErrors) })
 	row("other errors", func(r demoRun) string { return fmtInt(r.Load.OtherErrors) })
-	row("lost updates (checked in the data)", func(r demoRun) string {
-		return fmt.Sprintf("%s (%s audit rows for %s commits)", fmtInt(r.Check.LostUpdates), fmtInt(r.Check.AuditRows), fmtInt(r.Check.Acknowledged))
-	})
-	row("fairness (min/max commits per process)", func(r demoRun) string {
+	row("lost updates ¹", func(r demoRun) string { return fmtInt(r.Check.LostUpdates) })
+	row("fairness (min/max commits)", func(r demoRun) string {
 		return fmt.Sprintf("%.2f (%s / %s)", r.Load.Fairness, fmtInt(r.Load.MinCommits), fmtInt(r.Load.MaxCommits))
 	})
-	row("latency p50 / p99 / max (begin → commit)", func(r demoRun) string { return fmtLatency(r.Load) })
-	row("lease: grants / hand-offs / degraded / fenced", func(r demoRun) string {
-		c := r.Load.Lease
-		if c == nil {
+	row("latency, committed try ²", func(r demoRun) string { return fmtLatency(r.Load) })
+	row("latency, until it lands ³", func(r demoRun) string { return fmtLanded(r.Load) })
+	row("lease grants", func(r demoRun) string {
+		if r.Load.Lease == nil {
 			return "n/a (no lease)"
 		}
-		return fmt.Sprintf("%s / %s / %s / %s", fmtInt(c.Grants), fmtInt(c.Handoffs), fmtInt(c.Degraded), fmtInt(c.Fenced))
+		return fmtInt(r.Load.Lease.Grants)
 	})
-	row("max applications per migration", func(r demoRun) string { return strconv.Itoa(r.Migrations.MaxApplications) })
-	row("migrations applied twice or more", func(r demoRun) string {
+	row("lease hand-offs", lease(func(c *leaseCounters) int64 { return c.Handoffs }))
+	row("degraded grants", lease(func(c *leaseCounters) int64 { return c.Degraded }))
+	row("fenced commits", lease(func(c *leaseCounters) int64 { return c.Fenced }))
+	row("max applications/migration", func(r demoRun) string { return strconv.Itoa(r.Migrations.MaxApplications) })
+	row("migrations applied 2+ times", func(r demoRun) string {
 		return fmt.Sprintf("%d of %d", r.Migrations.Duplicated, len(r.Migrations.Versions))
 	})
-	row("processes whose migration failed", func(r demoRun) string {
-		return fmt.Sprintf("%d of %d%s", r.Migrations.Failed, rep.Workers, failureKinds(r.Migrations.Outcomes))
+	row("processes failing migration", func(r demoRun) string {
+		return fmt.Sprintf("%d of %d", r.Migrations.Failed, rep.Workers)
 	})
 	row("schema version afterwards", func(r demoRun) string { return shortState(r.Migrations.Final) })
 	row("all processes migrated after", func(r demoRun) string { return fmtAge(r.Migrations.Slowest) })
-	row("integrity / foreign keys", func(r demoRun) string {
-		return fmt.Sprintf("%s / %d violations", r.Check.Integrity, r.Check.FKViolations)
+	row("integrity / FK violations", func(r demoRun) string {
+		return fmt.Sprintf("%s / %d", r.Check.Integrity, r.Check.FKViolations)
 	})
 	t.Render()
+	fmt.Fprintf(w, "¹ counters checked against the rows they count; audit rows against acknowledged commits\n")
+	fmt.Fprintf(w, "  (raw %s for %s, cleolease %s for %s)\n", fmtInt(raw.Check.AuditRows), fmtInt(raw.Check.Acknowledged),
+		fmtInt(cl.Check.AuditRows), fmtInt(cl.Check.Acknowledged))
+	fmt.Fprintf(w, "² p50 / p99 / max, begin → commit of the attempt that committed; failed attempts left out\n")
+	fmt.Fprintf(w, "³ p50 / p99 / max, a write's first attempt → its commit, failed attempts retried at once\n")
+	fmt.Fprintf(w, "  (as an application would): what a caller waits for a write\n")
+	fmt.Fprintf(w, "grants: writes (transactions) that took the lane's lease before BEGIN IMMEDIATE\n")
+	fmt.Fprintf(w, "hand-offs: grants passed by the releasing process straight to the next waiter in line\n")
+	fmt.Fprintf(w, "degraded: grants made without the lease after _lease_wait (mode local); 0 means none\n")
+	fmt.Fprintf(w, "fenced: commits refused because the holder had lost its lease (they changed nothing)\n")
+	for _, r := range rep.Runs {
+		if kinds := failureKinds(r.Migrations.Outcomes); kinds != "" {
+			fmt.Fprintf(w, "%s, processes failing migration: %s\n", r.Label, strings.Trim(kinds, " ()"))
+		}
+	}
 
 	for _, r := range rep.Runs {
 		keys := make([]string, 0, len(r.Load.Samples))
@@ -534,6 +604,43 @@ func printDemo(w io.Writer, rep demoReport) {
 		fmt.Fprintf(w, "databases kept: %s (raw), %s (cleolease); try: cleolease status %s\n", raw.DB, cl.DB, cl.DB)
 	}
 	fmt.Fprintf(w, "demo finished in %s\n", fmtAge(rep.Elapsed))
+}
+
+// raceNote says how the raw run's start-up migrations went: on which try
+// the race showed, or that this run missed it.
+func raceNote(raw demoRun) string {
+	m := raw.Migrations
+	switch {
+	case !m.Collided:
+		return fmt.Sprintf("%s: this run missed the race: no migration collided in %d tries on fresh files\n"+
+			"  (it depends on timing; cleolease serialises them every time)", raw.Label, m.Tries)
+	}
+	var what []string
+	if m.Duplicated > 0 {
+		what = append(what, fmt.Sprintf("%d %s applied twice or more", m.Duplicated, plural(m.Duplicated, "migration")))
+	}
+	if m.Missing > 0 {
+		what = append(what, fmt.Sprintf("%d never applied", m.Missing))
+	}
+	if m.Failed > 0 {
+		what = append(what, fmt.Sprintf("%d of %d processes failed to migrate", m.Failed, len(m.Processes)))
+	}
+	if m.Final.Dirty {
+		what = append(what, "the schema left dirty")
+	}
+	if m.Tries <= 1 {
+		return fmt.Sprintf("%s: the race showed on the first try:\n  %s", raw.Label, strings.Join(what, ", "))
+	}
+	return fmt.Sprintf("%s: the race showed on try %d of up to %d, each on a fresh file:\n  %s",
+		raw.Label, m.Tries, demoRaceTries, strings.Join(what, ", "))
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func applied(n int) string {

@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(fixArgs(args))
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/proctest"
@@ -297,7 +299,10 @@ func TestErrors(t *testing.T) {
 		{[]string{"status", junk}, 1, "not an SQLite database"},
 		{[]string{"status", plain}, 1, "no cleolease lease tables"},
 		{[]string{"status", empty}, 1, "no cleolease lease tables"},
-		{[]string{"status", plain, "--json"}, 1, "no cleolease lease tables"},
+		{[]string{"status", "file:" + plain}, 2, "DB is a file path, not a DSN (for example " + plain + ")"},
+		{[]string{"status", "file:x.db?mode=ro", "--json"}, 2, "not a DSN (for example x.db)"},
+		{[]string{"migrate", "file:" + plain, "version"}, 2, "not a DSN"},
+		{[]string{"break", "file:" + plain, "--scope", "main", "--lane", "jobs"}, 2, "not a DSN"},
 		{[]string{"break", missing, "--scope", "main", "--lane", "jobs"}, 1, "no such file"},
 		{[]string{"break", junk, "--scope", "main", "--lane", "jobs"}, 1, "not an SQLite database"},
 		{[]string{"break", plain, "--scope", "main", "--lane", "jobs"}, 1, "no cleolease lease tables"},
@@ -466,7 +471,11 @@ func TestBreakLiveHolder(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("break of a live holder: want exit 1, got %s", r)
 	}
-	oneStderrLine(t, r)
+	// stdout: the holder break saw (and would have broken); stderr: why not.
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "main/jobs: holder") {
+		t.Errorf("stdout: want the holder seen, got %q", r.stdout)
+	}
+	oneStderrLine(t, result{stderr: r.stderr})
 	if !strings.Contains(r.stderr, "refusing to break main/jobs") || !strings.Contains(r.stderr, "alive") || !strings.Contains(r.stderr, strconv.FormatInt(a.pid(), 10)) {
 		t.Errorf("stderr: %s", r.stderr)
 	}
@@ -573,13 +582,39 @@ func TestDemo(t *testing.T) {
 			t.Errorf("cleolease applied %s %d times", v.Name, v.Applications)
 		}
 	}
+	// Issue 16, item 9: the raw side shows the race, or says it missed it.
+	rm := raw.Migrations
+	if rm.Tries < 1 || rm.Tries > demoRaceTries || (!rm.Collided && rm.Tries != demoRaceTries) || (rm.Collided != rm.collided()) {
+		t.Errorf("raw migrations: collided %t after %d tries (bound %d)", rm.Collided, rm.Tries, demoRaceTries)
+	}
+	if m.Tries != 1 {
+		t.Errorf("cleolease migrations ran %d times, want once", m.Tries)
+	}
+	// Issue 16, item 10: the time until a write lands counts failed
+	// attempts, so it is never below the committed attempt's.
+	for _, r := range rep.Runs {
+		if l := r.Load; l.LandP50 < l.P50 || l.LandP99 < l.P99 || l.LandMax < l.Max || l.LandMax == 0 {
+			t.Errorf("%s: landed %v/%v/%v below committed-try %v/%v/%v", r.Label, l.LandP50, l.LandP99, l.LandMax, l.P50, l.P99, l.Max)
+		}
+	}
 	// The table the demo prints without --json.
 	var b bytes.Buffer
 	printDemo(&b, rep)
+	out := b.String()
 	for _, want := range []string{"raw go-sqlite3", "cleolease", "lock errors", "lost updates", "fairness",
-		"p50 / p99 / max", "max applications per migration", "009_rebuild_tasks", "schema version afterwards"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the demo table lacks %q:\n%s", want, b.String())
+		"latency, committed try", "latency, until it lands", "failed attempts retried",
+		"max applications/migration", "009_rebuild_tasks", "schema version afterwards",
+		"\ngrants: ", "\nhand-offs: ", "\ndegraded: ", "\nfenced: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if rm.Collided && !strings.Contains(out, "the race showed on") || !rm.Collided && !strings.Contains(out, "this run missed the race") {
+		t.Errorf("the demo output does not say how the raw race went:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 && strings.ContainsAny(line, "│┌└├") {
+			t.Errorf("a table line is %d columns wide, want at most 100:\n%s", n, line)
 		}
 	}
 }
@@ -740,4 +775,50 @@ func takeWriteLock(t *testing.T, path string) func() {
 	}
 	t.Cleanup(unlock)
 	return unlock
+}
+
+// TestMigrateSourceForms: --source takes a directory path by the driver's
+// rule for _migrations (a path separator or a leading '.'), so the same
+// value works in both places, and a plain name — a source registered from
+// Go, in a DSN — is refused with the spelling that means the directory
+// (issue 16, item 3).
+func TestMigrateSourceForms(t *testing.T) {
+	dir := t.TempDir()
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(cwd, filepath.Join(dir, "migrations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, src := range []string{rel, "./" + rel, filepath.Join(dir, "migrations"), "file://" + filepath.Join(dir, "migrations")} {
+		path := filepath.Join(dir, fmt.Sprintf("app%d.db", i))
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := cli(t, "migrate", path, "--source", src, "up"); r.code != 0 || !strings.Contains(r.stdout, "version 2, clean") {
+			t.Errorf("--source %s: %s", src, r)
+		}
+		// The driver takes the same value as _migrations (a file: URI
+		// value is percent-decoded by ParseDSN).
+		db, err := sql.Open("cleolease", "file:"+path+"x?_migrations="+url.QueryEscape(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := db.QueryRow(`SELECT version FROM schema_migrations`).Scan(&v); err != nil || v != 2 {
+			t.Errorf("_migrations=%s: version %d, %v; want 2", src, v, err)
+		}
+		db.Close()
+	}
+	path := filepath.Join(dir, "named.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "migrate", path, "--source", "migrations", "up")
+	if r.code != 1 || !strings.Contains(r.stderr, "./migrations") || !strings.Contains(r.stderr, "RegisterMigrations") {
+		t.Errorf("--source migrations (a plain name): %s", r)
+	}
 }

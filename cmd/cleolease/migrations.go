@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"testing/fstest"
+
+	"github.com/cleocode/cleolease/migrate"
 )
 
 // demoMigrations is the embedded task-tracker schema.
@@ -96,10 +98,16 @@ func countingFS(fsys fs.FS, pid int) (fs.FS, error) {
 	return out, nil
 }
 
-// sourceFS resolves a --migrations URL to a directory: file:///abs/dir,
-// file://rel/dir (golang-migrate's spelling) or a plain directory path.
+// sourceFS resolves a --source URL to a directory: file:///abs/dir,
+// file://rel/dir (golang-migrate's spelling) or a directory path, which
+// must contain a path separator or start with '.' (migrate.IsDirPath, the
+// driver's rule for _migrations, where any other plain value is a name
+// registered from Go).
 func sourceFS(u string) (fs.FS, string, error) {
 	dir := u
+	if !strings.Contains(u, "://") && !migrate.IsDirPath(u) {
+		return nil, "", fmt.Errorf("migrations %q: a plain name is a source registered from Go (cleolease.RegisterMigrations), which this command cannot see; for a directory write ./%s or file://%s", u, u, u)
+	}
 	if strings.Contains(u, "://") {
 		pu, err := url.Parse(u)
 		if err != nil {

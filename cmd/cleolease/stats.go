@@ -25,8 +25,15 @@ type loadFigures struct {
 	P50           time.Duration     `json:"p50_ns"`
 	P99           time.Duration     `json:"p99_ns"`
 	Max           time.Duration     `json:"max_ns"`
-	Ops           map[string]int64  `json:"ops"`
-	Lease         *leaseCounters    `json:"lease,omitempty"` // cleolease only
+	// LandP50, LandP99 and LandMax are the percentiles of the time from a
+	// write's first attempt to its commit, failed attempts retried (see
+	// workerResult.Landed); P50, P99 and Max time only the attempt that
+	// committed.
+	LandP50 time.Duration    `json:"land_p50_ns"`
+	LandP99 time.Duration    `json:"land_p99_ns"`
+	LandMax time.Duration    `json:"land_max_ns"`
+	Ops     map[string]int64 `json:"ops"`
+	Lease   *leaseCounters   `json:"lease,omitempty"` // cleolease only
 }
 
 // leaseCounters are the lease engine counters summed over the workers.
@@ -39,11 +46,12 @@ type leaseCounters struct {
 func summarize(results []workerResult, goroutines int, d time.Duration) loadFigures {
 	f := loadFigures{Workers: len(results), Goroutines: goroutines, Duration: d,
 		Errors: map[string]int64{}, Samples: map[string]string{}, Ops: map[string]int64{}}
-	var lat []int64
+	var lat, landed []int64
 	f.MinCommits = -1
 	for _, r := range results {
 		f.Commits += r.Commits
 		lat = append(lat, r.Latencies...)
+		landed = append(landed, r.Landed...)
 		for k, v := range r.Errors {
 			f.Errors[k] += v
 			if k == "locked" {
@@ -87,13 +95,15 @@ func summarize(results []workerResult, goroutines int, d time.Duration) loadFigu
 		f.CommitsPerSec = float64(f.Commits) / d.Seconds()
 	}
 	slices.Sort(lat)
-	pct := func(p float64) time.Duration {
-		if len(lat) == 0 {
+	slices.Sort(landed)
+	pct := func(xs []int64, p float64) time.Duration {
+		if len(xs) == 0 {
 			return 0
 		}
-		return time.Duration(lat[int(p*float64(len(lat)-1))]) * time.Microsecond
+		return time.Duration(xs[int(p*float64(len(xs)-1))]) * time.Microsecond
 	}
-	f.P50, f.P99, f.Max = pct(0.50), pct(0.99), pct(1)
+	f.P50, f.P99, f.Max = pct(lat, 0.50), pct(lat, 0.99), pct(lat, 1)
+	f.LandP50, f.LandP99, f.LandMax = pct(landed, 0.50), pct(landed, 0.99), pct(landed, 1)
 	return f
 }
 
@@ -129,6 +139,11 @@ func fmtMS(d time.Duration) string {
 
 func fmtLatency(f loadFigures) string {
 	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.P50), fmtMS(f.P99), fmtMS(f.Max))
+}
+
+// fmtLanded is fmtLatency for the time until a write lands.
+func fmtLanded(f loadFigures) string {
+	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.LandP50), fmtMS(f.LandP99), fmtMS(f.LandMax))
 }
 
 func fmtErrors(f loadFigures) string {

@@ -26,6 +26,9 @@ type statusReport struct {
 	At         time.Time          `json:"at"`
 	Migrations migrationState     `json:"migrations"`
 	Lanes      []lease.LaneStatus `json:"lanes"`
+	// Reason says why Lanes is empty when the file has no lease tables
+	// (a plain SQLite file no process has opened with cleolease).
+	Reason string `json:"reason,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
@@ -47,11 +50,15 @@ column counts it as "registered" (from its lock on the sidecar).
 
 status writes nothing: it opens DB read-only (mode=ro), never creates the
 lease tables or the sidecar, and judges liveness by testing the holders'
-locks on the sidecar without taking any.`,
+locks on the sidecar without taking any.
+
+DB is a file path, not a DSN. On a plain SQLite file (no lease tables yet)
+status fails, except with --json, which prints an empty lane list and the
+reason.`,
 		Example: `  cleolease status app.db
   cleolease status app.db --json | jq '.lanes[].holder'
   cleolease status app.db --watch          # refresh every second
-  cleolease status app.db --watch=250ms`,
+  cleolease status app.db --watch 250ms`,
 		Args: oneDB,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if watch < 0 {
@@ -76,16 +83,27 @@ func runStatus(ctx context.Context, w io.Writer, path, table string, asJSON bool
 	for {
 		rep := statusReport{Path: path}
 		err := readOnly(ctx, path, func(db *sql.DB) error {
-			if err := requireLeaseTables(ctx, db, path); err != nil {
-				return err
+			ok, err := leaseTables(ctx, db)
+			if err != nil {
+				return sqliteFailure(path, err)
+			}
+			if !ok && !asJSON {
+				return requireLeaseTables(ctx, db, path)
 			}
 			rep.At = time.Now()
-			var err error
 			if rep.Migrations, err = readMigrationState(ctx, db, table); err != nil {
 				return sqliteFailure(path, err)
 			}
+			if !ok {
+				// --json: an answer a script can parse, not an error.
+				rep.Lanes, rep.Reason = []lease.LaneStatus{}, noLeaseTables
+				return nil
+			}
 			if rep.Lanes, err = inspectDB(ctx, db, path, rep.At); err != nil {
 				return sqliteFailure(path, err)
+			}
+			if rep.Lanes == nil {
+				rep.Lanes = []lease.LaneStatus{}
 			}
 			return nil
 		})

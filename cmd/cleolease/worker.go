@@ -74,6 +74,10 @@ type workerResult struct {
 	Samples   map[string]string `json:"samples,omitempty"` // one message per error class
 	Ops       map[string]int64  `json:"ops"`
 	Latencies []int64           `json:"lat_us"` // committed transactions, begin to commit
+	// Landed is, for each committed write, the time from its first attempt
+	// to its commit: failed attempts (lock errors) are retried at once, as
+	// an application would, and their time counts.
+	Landed []int64 `json:"land_us"`
 	// Lease is the cleolease driver's counters in this process (nil raw).
 	Lease *lease.StatsSnapshot `json:"lease,omitempty"`
 }
@@ -411,12 +415,16 @@ func (r *workloadRunner) run(ctx context.Context, s workerSpec, progress func(co
 		go func() {
 			defer wg.Done()
 			st := &goroutineState{rng: rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(g))), index: s.Index, g: g, work: s.Work}
-			var lat []int64
+			var lat, landed []int64
 			errsBy := map[string]int64{}
 			samples := map[string]string{}
 			ops := map[string]int64{}
+			var first time.Time // the first attempt of the write being retried
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
+				if first.IsZero() {
+					first = t0
+				}
 				op, err := r.w.tx(ctx, r.db, st)
 				if err != nil {
 					c := classifyTx(err)
@@ -428,11 +436,14 @@ func (r *workloadRunner) run(ctx context.Context, s workerSpec, progress func(co
 					continue
 				}
 				lat = append(lat, time.Since(t0).Microseconds())
+				landed = append(landed, time.Since(first).Microseconds())
+				first = time.Time{}
 				ops[op]++
 				commits.Add(1)
 			}
 			mu.Lock()
 			res.Latencies = append(res.Latencies, lat...)
+			res.Landed = append(res.Landed, landed...)
 			for k, v := range errsBy {
 				res.Errors[k] += v
 			}
