@@ -584,52 +584,49 @@ func decodeOps(data []byte) []dop {
 		for i := range args {
 			args[i] = fuzzValues[next()%len(fuzzValues)]
 		}
+		skip := false
 		switch via {
-		case "begin":
-			if inTx || inConn {
-				continue
-			}
-			inTx = true
+		case "begin", "conn":
+			skip = inTx || inConn
 		case "commit", "rollback":
-			if !inTx {
-				continue
-			}
-			inTx = false
-		case "conn":
-			if inTx || inConn {
-				continue
-			}
-			inConn = true
+			skip = !inTx
 		case "close":
-			if !inConn {
-				continue
-			}
-			inConn = false
+			skip = !inConn
 		case "prepare-exec", "prepare-query":
-			if emptySQL(query) {
-				continue
-			}
-		}
-		if strings.HasPrefix(query, "SAVEPOINT") || strings.HasPrefix(query, "RELEASE") || strings.HasPrefix(query, "ROLLBACK") {
-			// Outside the driver's transaction a savepoint is a
-			// hand-written transaction (a listed difference).
-			if !inTx {
-				continue
-			}
-		}
-		switch via {
+			skip = emptySQL(query)
 		case "cancelled-exec", "cancelled-query":
 			// database/sql hands a *sql.Conn's call a cancelled context
 			// unchecked, and go-sqlite3 then races the statement against
 			// sqlite3_interrupt: it may run or not. (The same on *sql.DB
 			// and *sql.Tx is refused by database/sql.)
-			if inConn {
-				continue
-			}
+			skip = inConn
+		}
+		if savepoint(query) && !inTx {
+			// Outside the driver's transaction a savepoint is a
+			// hand-written transaction (a listed difference).
+			skip = true
+		}
+		if skip {
+			continue
+		}
+		switch via {
+		case "begin":
+			inTx = true
+		case "commit", "rollback":
+			inTx = false
+		case "conn":
+			inConn = true
+		case "close":
+			inConn = false
 		}
 		ops = append(ops, dop{via: via, sql: query, args: args})
 	}
 	return ops
+}
+
+// savepoint reports the grammar's savepoint statements.
+func savepoint(q string) bool {
+	return strings.HasPrefix(q, "SAVEPOINT") || strings.HasPrefix(q, "RELEASE") || strings.HasPrefix(q, "ROLLBACK")
 }
 
 // emptySQL reports text with no statement in it (of the grammar's texts).
