@@ -107,15 +107,7 @@ func (e *Engine) beat() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.opts.TTL/3)
 		err := e.immediateOp(ctx, "heartbeat", func(ctx context.Context, c *sql.Conn) error {
-			res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET heartbeat_at = ?, reentrancy_depth = ?
-				WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, e.nowMS(), depth, g.id, e.holderID, g.epoch)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return errLostRow
-			}
-			return nil
+			return beatRow(ctx, c, g.id, e.holderID, g.epoch, depth, e.nowMS())
 		})
 		cancel()
 		if err == errLostRow {

@@ -61,8 +61,7 @@ func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 }
 
 func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, side *sidecar) ([]LaneStatus, error) {
-	rows, err := db.QueryContext(ctx, `SELECT scope, lane, max(epoch) FROM _writer_leases GROUP BY scope, lane
-		UNION SELECT scope, lane, 0 FROM _writer_queue ORDER BY 1, 2`)
+	rows, err := readLanes(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +107,7 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 		}
 		if r != nil {
 			var acquired, depth int64
-			if err := db.QueryRowContext(ctx, `SELECT acquired_at, reentrancy_depth FROM _writer_leases WHERE id = ?`, r.id).Scan(&acquired, &depth); err != nil {
+			if err := readHeld(ctx, db, r.id).Scan(&acquired, &depth); err != nil {
 				return nil, err
 			}
 			v := probe(r.h)
@@ -172,8 +171,7 @@ func (e *Engine) Break(ctx context.Context, scope, lane string, force bool) (*Ho
 			ring = hd.h.ID
 			return nil
 		}
-		_, err = c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, r.id, r.epoch)
-		return err
+		return freeRow(ctx, c, r.id, r.epoch)
 	})
 	if err != nil {
 		return out, err
