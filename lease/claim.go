@@ -127,11 +127,14 @@ type claimRun struct {
 	wantLocked bool         // this claim holds its want announcement (see lockWant)
 	seenGrants int64        // the doorbell's grant count at the claim's last look
 	seenLooks  int64        // the lane's looks at the claim's last look
+	exitPID    int64        // the pid whose exit rings the doorbell (0: none)
+	exitStop   func()       // stops that watch (see watchExit)
+	poll       backoff      // the fallback period without a doorbell (pollWakeMin to FallbackPoll)
 }
 
 // claim acquires the row across processes; the caller owns the gate.
 func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
-	return (&claimRun{l: l}).run(ctx, bound, opts)
+	return (&claimRun{l: l, poll: backoff{min: pollWakeMin, max: FallbackPoll}}).run(ctx, bound, opts)
 }
 
 // run acquires the row across processes. A waiter that reaches the live
@@ -160,8 +163,8 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	// the queue row can only be written once the holder's transaction ends,
 	// and by then the holder must already know to hand over.
 	var arrival int64
-	if l.e.side != nil {
-		arrival = l.e.side.nextTicket()
+	if l.e.locks != nil {
+		arrival = l.e.locks.NextTicket()
 	}
 	c.lockWant()
 	me := l.me()
@@ -240,7 +243,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 	}
 	for {
 		bell := l.e.bell.wait()
-		closes, granted, looks := l.e.bell.closes.Load(), l.e.bell.granted.Load(), l.looks.Load()
+		closes, granted, looks := l.e.bell.closes(), l.e.bell.granted.Load(), l.looks.Load()
 		if granted != c.seenGrants {
 			look = true // rung since the last look (perhaps before this wait began)
 		}
@@ -294,12 +297,15 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 					c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
 				}
 			}
+			if r != nil && r.h.ID != l.e.holderID {
+				c.watchExit(r.h.PID)
+			}
 			fallback.Reset(c.pollPeriod())
 		}
 		select {
 		case <-bell:
 			nudged = l.looks.Load() != looks
-			look = !l.e.bell.watched() || nudged || l.e.bell.granted.Load() != granted || l.e.bell.closes.Load() != closes
+			look = !l.e.bell.watched() || nudged || l.e.bell.granted.Load() != granted || l.e.bell.closes() != closes
 		case <-fallback.C:
 			look, nudged = true, false
 		case <-again:
@@ -334,17 +340,45 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	}
 	c.rung, c.rungEpoch = r.h.ID, r.epoch
 	c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
+	c.watchExit(r.h.PID)
 	dead, _ := l.reclaimable(r)
 	return c.registered && !dead
 }
 
+// pollWakeMin is the first fallback period of a waiter without a
+// doorbell (the build tag cleolease_pollwake, Windows): it doubles at each
+// look, up to FallbackPoll.
+const pollWakeMin = 200 * time.Microsecond
+
 // pollPeriod is how long the waiter's fallback period is now.
 func (c *claimRun) pollPeriod() time.Duration {
 	l := c.l
-	if c.registered && l.e.bell.exitsWatched() {
+	switch {
+	case c.registered && (l.e.bell.exitsWatched() || c.exitStop != nil):
 		return RegisteredPoll
+	case !l.e.bell.watched():
+		return c.poll.next()
 	}
 	return FallbackPoll
+}
+
+// watchExit makes the exit of process pid — the holder the claim last saw
+// — ring the doorbell, where the file watch does not already report
+// exits (the portable tier: platform.WatchExit).
+func (c *claimRun) watchExit(pid int64) {
+	if pid == c.exitPID {
+		return
+	}
+	c.stopExitWatch()
+	c.exitPID, c.exitStop = pid, c.l.e.bell.watchExit(pid)
+}
+
+// stopExitWatch ends the claim's exit watch, if any.
+func (c *claimRun) stopExitWatch() {
+	if c.exitStop != nil {
+		c.exitStop()
+	}
+	c.exitPID, c.exitStop = 0, nil
 }
 
 // abandon leaves the queue after the context ended or the wait bound was

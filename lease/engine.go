@@ -15,8 +15,13 @@
 // decides who is served next (lower priority first, FIFO within a
 // priority, with aging). A released lane is handed directly to the head of
 // the queue inside the releasing transaction. Dead holders and waiters are
-// recognised from a lock they hold on a sidecar file for their lifetime
-// (see proc_linux.go), not by waiting out a TTL.
+// recognised from a lock they hold on a file of their own for their
+// lifetime (see liveness.go), not by waiting out a TTL.
+//
+// The operating-system mechanisms — liveness locks, the datagram
+// doorbell, file and process watches, process and file identity — live in
+// internal/platform, chosen by build tags; everything in this package is
+// portable.
 package lease
 
 import (
@@ -28,7 +33,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +40,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/mattn/go-sqlite3"
-	"golang.org/x/sys/unix"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // Options configure an Engine. Path and DSN are required.
@@ -79,7 +84,7 @@ type Engine struct {
 	holderID string
 	pid      int64
 	start    string
-	side     *sidecar
+	locks    platform.Locks // nil: no liveness locks (pid and start time only)
 	bell     *doorbell
 
 	db    *sql.DB
@@ -123,11 +128,11 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 	if err != nil {
 		return "", 0, 0, err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(resolved, &st); err != nil {
+	fi, err := platform.Stat(resolved)
+	if err != nil {
 		return "", 0, 0, err
 	}
-	return resolved, uint64(st.Dev), uint64(st.Ino), nil
+	return resolved, fi.ID.Dev, fi.ID.Ino, nil
 }
 
 // Open returns the engine of the file at opts.Path, creating it on first
@@ -181,20 +186,23 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 }
 
 func (e *Engine) openStore(ctx context.Context) error {
-	var st unix.Stat_t
 	mode := os.FileMode(0o644)
-	if unix.Stat(e.path, &st) == nil {
-		mode = os.FileMode(st.Mode & 0o777)
+	if fi, err := platform.Stat(e.path); err == nil {
+		mode = fi.Mode
 	}
-	side, err := openSidecar(e.path, mode, slotFor(e.holderID))
+	locks, err := platform.OpenLocks(e.path, mode, slotFor(e.holderID))
+	if errors.Is(err, platform.ErrTierConflict) {
+		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
+			Reason: "processes built with the other liveness tier (build tag cleolease_portable) use this database"}
+	}
 	if err != nil {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
-	e.side = side
-	if side != nil {
-		e.start += "/" + strconv.FormatUint(side.ino, 10)
+	e.locks = locks
+	if locks != nil {
+		e.start += "/" + locks.Mark()
 	}
-	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered, e.grantArrived, e.lookArrived)
+	e.bell = newDoorbell(locks, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN)})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -202,8 +210,8 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if err := e.bootstrap(ctx); err != nil {
 		e.db.Close()
 		e.bell.close()
-		if e.side != nil {
-			e.side.close()
+		if e.locks != nil {
+			e.locks.Close()
 		}
 		var le *Error
 		if errors.As(err, &le) {
@@ -224,14 +232,14 @@ func (e *Engine) HolderID() string { return e.holderID }
 // the file it was opened on (renamed over, deleted). It always stats.
 func (e *Engine) CheckFile() error { return e.checkFile(true) }
 
-// FileChanged is CheckFile at the cost of an atomic load while inotify
-// reports nothing about the file (a stat otherwise): for a check on every
-// statement.
+// FileChanged is CheckFile at the cost of an atomic load while the file
+// watch (inotify, on Linux) reports nothing about the file (a stat
+// otherwise): for a check on every statement.
 func (e *Engine) FileChanged() error { return e.checkFile(false) }
 
-// checkFile with always false trusts inotify: it stats only after the
-// kernel reported a rename, unlink or link-count change of the file (or
-// when inotify is unavailable). Acquire uses it on the fast path; a claim
+// checkFile with always false trusts the file watch: it stats only after
+// the kernel reported a rename, unlink or link-count change of the file
+// (or when there is no watch, as in the portable tier). Acquire uses it on the fast path; a claim
 // always stats.
 func (e *Engine) checkFile(always bool) error {
 	if e.opts.MemoryOnly {
@@ -242,21 +250,21 @@ func (e *Engine) checkFile(always bool) error {
 		// event about it has not been read yet).
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: "detected earlier"}
 	}
-	if !always && e.bell != nil && e.bell.dbWd >= 0 && !e.bell.dbChanged.Load() {
+	if !always && e.bell != nil && e.bell.dbWatched() && !e.bell.dbChanged() {
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(e.path, &st); err != nil {
+	fi, err := platform.Stat(e.path)
+	if err != nil {
 		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
 	}
-	if uint64(st.Dev) != e.dev || uint64(st.Ino) != e.ino {
+	if fi.ID.Dev != e.dev || fi.ID.Ino != e.ino {
 		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged,
-			Reason: fmt.Sprintf("inode %d is now %d", e.ino, st.Ino)}
+			Reason: fmt.Sprintf("inode %d is now %d", e.ino, fi.ID.Ino)}
 	}
 	if e.bell != nil {
-		e.bell.dbChanged.Store(false) // a chmod or touch: same file
+		e.bell.clearDB() // a chmod or touch: same file
 	}
 	return nil
 }
@@ -294,8 +302,8 @@ func (e *Engine) Close() error {
 	if e.bell != nil {
 		e.bell.close()
 	}
-	if e.side != nil {
-		if cerr := e.side.close(); err == nil {
+	if e.locks != nil {
+		if cerr := e.locks.Close(); err == nil {
 			err = cerr
 		}
 	}

@@ -3,6 +3,8 @@ package lease
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // Sentinel errors of the lease engine. Every error the engine returns for a
@@ -31,6 +33,11 @@ var (
 	ErrHolderAlive = errors.New("lease holder is alive")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("lease engine closed")
+	// ErrTierConflict: Open refused because processes of the other Linux
+	// liveness tier (built with or without the build tag
+	// cleolease_portable) use the database; neither could see the other's
+	// liveness evidence, so they never share a file.
+	ErrTierConflict = platform.ErrTierConflict
 )
 
 // Error describes a lease failure: the operation, the file and lane it

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // ErrNoLeaseTables: Inspect found a database without _writer_leases.
@@ -46,15 +48,15 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	if n == 0 {
 		return nil, ErrNoLeaseTables
 	}
-	side, err := openSidecarReadOnly(resolved)
+	locks, err := platform.OpenLocksReadOnly(resolved)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	if side != nil {
-		defer side.f.Close()
+	if locks != nil {
+		defer locks.Close()
 	}
-	probe := func(h holder) verdict { return probeHolder("", side, h) }
-	return readStatus(ctx, db, probe, clock, side)
+	probe := func(h holder) verdict { return probeHolder("", locks, h) }
+	return readStatus(ctx, db, probe, clock, locks)
 }
 
 // ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes

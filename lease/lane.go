@@ -24,7 +24,7 @@ type grant struct {
 type laneState struct {
 	e            *Engine
 	scope, lane  string
-	want         int64 // first byte of the lane's region of waiters' bytes in the sidecar
+	want         int64 // start of the lane's want region (see wantBits)
 	mu           sync.Mutex
 	busy         bool      // the gate is owned
 	waiters      list.List // of *gateWaiter
@@ -77,8 +77,8 @@ func (l *laneState) markLost(g *grant, why string) {
 
 func (l *laneState) me() holder {
 	var slot int64
-	if l.e.side != nil {
-		slot = l.e.side.slot
+	if l.e.locks != nil {
+		slot = l.e.locks.Slot()
 	}
 	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.start, Slot: slot}
 }

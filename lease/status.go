@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // HolderStatus describes the active holder of a lane.
@@ -54,13 +56,13 @@ type LaneStatus struct {
 func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 	var out []LaneStatus
 	err := e.retryBusy(ctx, func() (err error) {
-		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.side)
+		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks)
 		return err
 	})
 	return out, err
 }
 
-func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, side *sidecar) ([]LaneStatus, error) {
+func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, locks platform.Locks) ([]LaneStatus, error) {
 	rows, err := readLanes(ctx, db)
 	if err != nil {
 		return nil, err
@@ -96,8 +98,8 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 	out := make([]LaneStatus, 0, len(lanes))
 	for _, x := range lanes {
 		st := LaneStatus{Scope: x.scope, Lane: x.lane, Epoch: x.epoch, Waiters: []WaiterStatus{}, Waiting: -1}
-		if side != nil {
-			if n, err := side.lockedBytes(wantBase(x.scope, x.lane), 1<<wantBits, 1000); err == nil {
+		if locks != nil {
+			if n, err := locks.CountWants(wantBase(x.scope, x.lane), 1000); err == nil {
 				st.Waiting = n
 			}
 		}
