@@ -427,6 +427,7 @@ func TestReplacedFileIsRefusedWhileLingering(t *testing.T) {
 // in priority-then-arrival order across several hand-offs, each holder
 // passing the registrations it did not serve on to the next.
 func TestOrderTravelsWithTheGrant(t *testing.T) {
+	needDoorbell(t)
 	e, path, h := holdLane(t)
 	if err := fencedWrite(context.Background(), rawDB(t, path), h, "first"); err != nil {
 		t.Fatal(err)
@@ -458,6 +459,7 @@ func TestOrderTravelsWithTheGrant(t *testing.T) {
 // transaction, and the waiter stops announcing its wait before it leaves
 // the queue); the lane stays usable.
 func TestGaveUpWaiterIsNeverGranted(t *testing.T) {
+	needDoorbell(t)
 	e, path := giveUpDuringHandoff(t, "handoff") // picked, transaction not begun
 	if rs := relActive(t, rawDB(t, path), "s", "l"); len(rs) != 0 {
 		t.Fatalf("active rows %+v after the only waiter gave up, want none", rs)
@@ -494,6 +496,7 @@ func TestSelfEnqueuedRowAgesFromArrival(t *testing.T) {
 // write when it only registered, so it does not queue behind that
 // transaction.
 func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
+	needDoorbell(t)
 	e, path, h := holdLane(t)
 	ctx := context.Background()
 	db := rawDB(t, path)
@@ -534,6 +537,7 @@ func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
 // adopts the lane and passes it on, so the lane is not left with a holder
 // that does not know it holds it.
 func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
+	needDoorbell(t)
 	e, _ := giveUpDuringHandoff(t, "handoff/commit") // granted, not committed yet
 	laneUsable(t, e, "lane left with the waiter that gave up")
 }
@@ -544,6 +548,7 @@ func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
 // the lane (it would stay with a "holder" that never releases it), and a
 // registration for a lane this process never used creates no state.
 func TestForgedRegistrationsAreNotGranted(t *testing.T) {
+	needDoorbell(t)
 	e, path, h := holdLane(t)
 	forged := []registration{
 		{Scope: "s", Lane: "l", ID: "cl-forged-a", PID: 1, Priority: -1000, Arrival: 1, TTL: 30000},

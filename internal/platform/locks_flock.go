@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,6 +84,11 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 		return fail(err)
 	}
 	s.mark = "f" + hex(int64(ino))
+	// Who owns the file, for sweep: a file stays after its process closed
+	// the engine (it is evidence that the holder is gone) until its
+	// process has exited.
+	life.Truncate(0)
+	life.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+Identity()), 0)
 	s.ticket, err = os.OpenFile(filepath.Join(s.dir, "ticket"), os.O_RDWR|os.O_CREATE, mode.Perm())
 	if err != nil {
 		return fail(err)
@@ -191,20 +197,15 @@ func (s *flockLocks) Probe(slot int64, mark string) Proof {
 	case held:
 		return Held
 	case "f"+hex(int64(ino)) == mark:
-		s.forget(slot)
 		return Released
 	}
 	return Unknown
 }
 
-// forget removes the files of the dead process at slot: its lifetime
-// file, its wants' files and its doorbell socket (bell_path.go).
-func (s *flockLocks) forget(slot int64) {
-	locked(filepath.Join(s.dir, "h-"+hex(slot)), true)
-	os.Remove(filepath.Join(s.dir, "s-"+hex(slot)))
-}
-
-// sweep removes the files of processes that died without closing.
+// sweep removes the lifetime files (and doorbell sockets, bell_path.go)
+// of processes that have exited. A file whose process still runs stays,
+// unlocked: it proves that a row the process left behind (its engine
+// closed) has no live holder.
 func (s *flockLocks) sweep() {
 	d, err := os.Open(s.dir)
 	if err != nil {
@@ -216,7 +217,11 @@ func (s *flockLocks) sweep() {
 		if !strings.HasPrefix(n, "h-") || n == "h-"+hex(s.slot) {
 			continue
 		}
-		if held, _, err := locked(filepath.Join(s.dir, n), true); err == nil && !held {
+		p := filepath.Join(s.dir, n)
+		if held, _, err := locked(p, false); err != nil || held || !exited(p) {
+			continue
+		}
+		if held, _, err := locked(p, true); err == nil && !held {
 			os.Remove(filepath.Join(s.dir, "s-"+n[2:]))
 		}
 	}
@@ -355,8 +360,7 @@ func (s *flockLocks) Close() error {
 	s.mu.Unlock()
 	var err error
 	if s.life != nil {
-		os.Remove(filepath.Join(s.dir, "h-"+hex(s.slot)))
-		err = s.life.Close()
+		err = s.life.Close() // the file stays: see sweep
 	}
 	if s.ticket != nil {
 		s.ticket.Close()
@@ -365,4 +369,24 @@ func (s *flockLocks) Close() error {
 		s.tier()
 	}
 	return err
+}
+
+// exited reports whether the process that wrote the lifetime file at p
+// ("pid identity") has exited: its pid is gone or its identity differs.
+func exited(p string) bool {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	pid, ident, ok := strings.Cut(string(b), " ")
+	n, err := strconv.ParseInt(pid, 10, 64)
+	if !ok || err != nil {
+		return false
+	}
+	parts := strings.Split(ident, "/")
+	if len(parts) != 3 || parts[0] != BootID() || parts[1] != PIDNamespace() {
+		return parts[0] != BootID() && len(parts) == 3 // another boot: gone
+	}
+	st := StartTime(n)
+	return st == "" || st != parts[2]
 }
