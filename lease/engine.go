@@ -193,7 +193,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	locks, err := platform.OpenLocks(e.path, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
-			Reason: "processes built with the other liveness tier (build tag cleolease_portable) use this database"}
+			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
 	}
 	if err != nil {
 		return &Error{Op: "open", Path: e.path, Err: err}

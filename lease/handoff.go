@@ -26,30 +26,21 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 // first is head for the waiters ws; c may be nil when none has a row.
 // Waiters are judged by stillWaiting (a registration must prove it waits).
 func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *queued, gone []string, err error) {
-	order(ws, l.e.nowMS())
-	for i := range ws {
-		w := &ws[i]
-		if w.foreign {
-			continue
-		}
-		if w.h.ID == l.e.holderID {
-			return w, gone, nil
-		}
-		if v := l.e.probe(w.h); !v.alive || !l.stillWaiting(w.h, w.row) {
-			// Dead, or alive but no longer waiting (it gave up): never
-			// grant to it, or the lane would sit with a holder that does
-			// not know it holds it.
-			if w.row && c != nil {
-				if err := dropTicket(ctx, c, w.ticket); err != nil {
-					return nil, nil, err
-				}
+	i, skipped := pick(ws, l.e.nowMS(), l.e.holderID, func(w queued) bool {
+		return l.e.probe(w.h).alive && l.stillWaiting(w.h, w.row)
+	})
+	for _, j := range skipped {
+		if ws[j].row && c != nil {
+			if err := dropTicket(ctx, c, ws[j].ticket); err != nil {
+				return nil, nil, err
 			}
-			gone = append(gone, w.h.ID)
-			continue
 		}
-		return w, gone, nil
+		gone = append(gone, ws[j].h.ID)
 	}
-	return nil, gone, nil
+	if i < 0 {
+		return nil, gone, nil
+	}
+	return &ws[i], gone, nil
 }
 
 // handOff releases this process's row and, in the same transaction, grants

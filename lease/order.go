@@ -57,3 +57,27 @@ func withRegistrations(ws []queued, regs []registration) []queued {
 	}
 	return ws
 }
+
+// pick sorts ws into grant order (order) and chooses the waiter to serve:
+// the index of the first one, -1 when none, and the indexes of the waiters
+// passed over before it because serves said no (dead, or alive but no
+// longer waiting: granting to one would leave the lane with a holder that
+// does not know it holds it). Another implementation's waiters (foreign)
+// are passed over without a judgement — they poll and race for a free row
+// by themselves — and this process (self) is always served. serves is
+// called in grant order, and not after the chosen waiter.
+func pick(ws []queued, nowMS int64, self string, serves func(queued) bool) (first int, skipped []int) {
+	order(ws, nowMS)
+	for i, w := range ws {
+		switch {
+		case w.foreign:
+		case w.h.ID == self:
+			return i, skipped
+		case !serves(w):
+			skipped = append(skipped, i)
+		default:
+			return i, skipped
+		}
+	}
+	return -1, skipped
+}

@@ -41,13 +41,13 @@ import "errors"
 // ErrUnsupported reports a mechanism this platform (or build) does not
 // have; the engine falls back to a weaker one (polling, pid and start
 // time), never to a less safe one.
-var ErrUnsupported = errors.New("cleolease: not supported on this platform")
+var ErrUnsupported = errors.New("not supported on this platform")
 
 // ErrTierConflict reports that processes of the other Linux tier
 // (cleolease_portable or not) use the database: their liveness evidence
 // is invisible to this process, so it refuses to take part.
-var ErrTierConflict = errors.New("cleolease: processes of another liveness tier (build tag cleolease_portable) use this database")
+var ErrTierConflict = errors.New("processes of another liveness tier use this database")
 
 // ErrFull reports a datagram not delivered because the receiver's queue
 // is full; the sender may retry.
-var ErrFull = errors.New("cleolease: receiver's datagram queue is full")
+var ErrFull = errors.New("receiver's datagram queue is full")

@@ -195,3 +195,7 @@ func (s *byteLocks) Close() error {
 
 // errBusy reports a lock held by another open file.
 var errBusy = errors.New("lock held elsewhere")
+
+// Portable reports whether this build uses the portable tier's evidence
+// (flock on files of our own) rather than byte-range locks on the sidecar.
+const Portable = false

@@ -390,3 +390,7 @@ func exited(p string) bool {
 	st := StartTime(n)
 	return st == "" || st != parts[2]
 }
+
+// Portable reports whether this build uses the portable tier's evidence
+// (flock on files of our own) rather than byte-range locks on the sidecar.
+const Portable = true

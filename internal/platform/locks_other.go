@@ -13,3 +13,7 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) { ret
 
 // OpenLocksReadOnly reports no liveness locks on this platform.
 func OpenLocksReadOnly(dbPath string) (Locks, error) { return nil, nil }
+
+// Portable reports whether this build uses the portable tier's evidence;
+// this platform has none.
+const Portable = false
