@@ -106,7 +106,8 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 const FallbackPoll = 5 * time.Millisecond
 
 // RegisteredPoll replaces FallbackPoll while the lane's live holder has
-// this waiter's registration and the kernel reports exits (inotify): the
+// this waiter's registration and the kernel reports exits (inotify on
+// Linux, or a watch of the holder's process elsewhere): the
 // holder (or the holder it passes the registration on to) rings when it
 // grants or frees the lane, and a crashed holder's exit rings too, so the
 // fallback only covers what neither reports (a Break from another

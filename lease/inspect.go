@@ -18,8 +18,8 @@ var ErrNoLeaseTables = errors.New("database has no lease tables (no cleolease pr
 
 // Inspect reports every lane of the database at path, like Engine.Status,
 // without opening an engine and without writing anything: the database is
-// read through ReadOnly and the sidecar, if present, is opened read-only
-// only to test locks. Errors: os.ErrNotExist for a missing file, SQLite's
+// read through ReadOnly and the liveness locks' files (platform.Locks), if
+// present, are opened read-only only to test locks. Errors: os.ErrNotExist for a missing file, SQLite's
 // error for a file that is not a database, ErrNoLeaseTables, ErrUntrusted.
 func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error) {
 	var out []LaneStatus
@@ -32,7 +32,7 @@ func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error
 }
 
 // InspectDB is Inspect on a connection the caller opened to the file at
-// path (typically with ReadOnly); path locates the sidecar.
+// path (typically with ReadOnly); path locates the liveness locks' files.
 func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]LaneStatus, error) {
 	if clock == nil {
 		clock = SystemClock{}

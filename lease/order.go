@@ -24,7 +24,7 @@ type queued struct {
 }
 
 // order sorts waiters into grant order: effective priority (priority minus
-// one point per AgingStep waited), then arrival (the sidecar counter taken
+// one point per AgingStep waited), then arrival (the arrival counter taken
 // when the waiter arrived) where both rows have one, else ticket.
 func order(ws []queued, nowMS int64) {
 	eff := func(w queued) int64 {

@@ -42,10 +42,10 @@ type LaneStatus struct {
 	Epoch   int64          `json:"epoch"`
 	Holder  *HolderStatus  `json:"holder,omitempty"`
 	Waiters []WaiterStatus `json:"waiters"`
-	// Waiting counts the processes that announce on the sidecar that they
+	// Waiting counts the processes that announce in the liveness locks that they
 	// wait for the lane, with a queue row (Waiters) or, in the first
 	// 100 ms or behind a long transaction, only registered with the
-	// holder; -1 when it cannot be told (no sidecar). At most 1,000.
+	// holder; -1 when it cannot be told (no liveness locks). At most 1,000.
 	// Engine.Status does not count the calling process's own waiter.
 	Waiting int `json:"waiting"`
 }
