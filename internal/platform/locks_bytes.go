@@ -43,6 +43,7 @@ const TicketOffset = ticketOffset
 // of the portable tier use the database.
 func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 	p := SidecarPath(dbPath)
+	busy := false
 	for attempt := 0; attempt < 50; attempt++ {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, mode.Perm())
 		if err != nil {
@@ -54,7 +55,8 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 		if err := lockRange(f, slot, 1, true); err != nil {
 			f.Close()
 			if errors.Is(err, errBusy) {
-				// A closing peer tests the whole file before removing it.
+				// A closing peer holds the whole file while it removes it.
+				busy = true
 				time.Sleep(100 * time.Microsecond)
 				continue
 			}
@@ -74,7 +76,10 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 		}
 		return &byteLocks{path: p, f: f, slot: slot, mark: mark}, nil
 	}
-	return nil, nil
+	if busy {
+		return nil, fmt.Errorf("lock sidecar %s: %w", p, errBusy)
+	}
+	return nil, nil // the path keeps naming new files: no locks
 }
 
 // OpenLocksReadOnly opens an existing sidecar to test locks, taking none:
