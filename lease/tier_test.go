@@ -159,3 +159,36 @@ func TestTierEachCountsExactlyInTurn(t *testing.T) {
 		t.Fatalf("counter %d, want %d", got, 2*procs*n)
 	}
 }
+
+// 4 processes of each tier started at once on one file: each either
+// counts all its increments without an error or is refused with
+// ErrTierConflict before writing anything, and the counter holds exactly
+// the increments of the ones that ran.
+func TestTierRaceOfEightProcesses(t *testing.T) {
+	path := newDB(t)
+	const procs, n = 4, 200
+	var kids []*child
+	for i := 0; i < procs; i++ {
+		env := []string{"CLEOLEASE_N=" + strconv.Itoa(n), "CLEOLEASE_LINGER=5ms"}
+		kids = append(kids, startOther(t, "count", path, env...), startChild(t, "count", path, env...))
+	}
+	done, refused := 0, 0
+	for _, c := range kids {
+		if !c.Out.Scan() {
+			t.Fatal("a child ended without a word")
+		}
+		switch line := c.Out.Text(); {
+		case line == "done":
+			done++
+		case strings.HasPrefix(line, "ERR") && strings.Contains(line, ErrTierConflict.Error()):
+			refused++
+		default:
+			t.Fatalf("child: %q", line)
+		}
+		c.Cmd.Wait()
+	}
+	if got := counter(t, path); got != done*n {
+		t.Fatalf("counter %d, want %d (%d ran, %d refused)", got, done*n, done, refused)
+	}
+	t.Logf("%d processes ran, %d were refused", done, refused)
+}
