@@ -27,21 +27,18 @@ package lease
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/google/uuid"
 	"github.com/mattn/go-sqlite3"
-
-	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // Options configure an Engine. Path and DSN are required.
@@ -430,18 +427,6 @@ func (e *Engine) setHook(f func(op string) error) {
 	e.hook.Store(&f)
 }
 
-// withStmtCache asks go-sqlite3 to keep the engine's few statements
-// prepared (_stmt_cache_size), unless the DSN already sets a size.
-func withStmtCache(dsn string) string {
-	if strings.Contains(dsn, "_stmt_cache_size=") {
-		return dsn
-	}
-	if strings.Contains(dsn, "?") {
-		return dsn + "&_stmt_cache_size=32"
-	}
-	return dsn + "?_stmt_cache_size=32"
-}
-
 // retryBusy runs the read fn again while it fails with SQLITE_BUSY (with a
 // rollback journal a reader is refused while another connection commits;
 // the engine's connection has busy_timeout 0), with a capped back-off,
@@ -458,73 +443,3 @@ func (e *Engine) retryBusy(ctx context.Context, fn func() error) error {
 		}
 	}
 }
-
-// leaseConnector opens the engine's private connection on the raw
-// go-sqlite3 driver (never through cleolease) with busy_timeout 0.
-type leaseConnector struct {
-	dsn      string
-	readOnly bool // keep the DSN's busy timeout; for inspection only
-}
-
-func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := (&sqlite3.SQLiteDriver{}).Open(c.dsn)
-	// A fresh file being switched to WAL by several processes at once can
-	// fail the open with SQLITE_BUSY, outside SQLite's busy handler.
-	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		conn, err = (&sqlite3.SQLiteDriver{}).Open(c.dsn)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sc := conn.(*sqlite3.SQLiteConn)
-	if c.readOnly {
-		return sc, nil
-	}
-	if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
-		sc.Close()
-		return nil, err
-	}
-	return sc, nil
-}
-
-func (c *leaseConnector) Driver() driver.Driver { return &sqlite3.SQLiteDriver{} }
-
-// backoff is a capped exponential sleep that honours a context and an
-// optional extra channel (a wait bound). It never spins.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-// next advances the back-off and returns the period to wait.
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else if b.cur *= 2; b.cur > b.max {
-		b.cur = b.max
-	}
-	return b.cur
-}
-
-func (b *backoff) sleep(ctx context.Context, bound <-chan time.Time) error {
-	t := time.NewTimer(b.next())
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-bound:
-		return errWaitBound
-	case <-t.C:
-		return nil
-	}
-}
-
-var errWaitBound = errors.New("wait bound reached")

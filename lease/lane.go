@@ -19,28 +19,39 @@ type grant struct {
 	given atomic.Bool
 }
 
-// laneState is one (scope, lane) of an Engine: the in-process FIFO gate,
-// the row this process holds (if any), and its linger watcher.
+// laneState is one (scope, lane) of an Engine. Its fields, by kind (the
+// per-claim state is a claimRun, claim.go):
 type laneState struct {
-	e            *Engine
-	scope, lane  string
-	want         int64 // start of the lane's want region (see wantBits)
-	mu           sync.Mutex
-	busy         bool      // the gate is owned
-	waiters      list.List // of *gateWaiter
-	row          *grant    // nil: this process does not hold the row
-	depth        int       // nesting of the current hold
-	idleSince    time.Time
-	watching     bool
-	kick         chan struct{} // wakes the watcher when the gate frees
-	closing      bool
-	memEpoch     int64
-	claiming     bool                    // a claim is in progress; guarded by mu
-	incoming     bool                    // a grant to that claim arrived; guarded by mu
-	passedTo     string                  // the holder this process last handed the lane to; guarded by mu
-	looks        atomic.Int64            // requests to look at this lane (see lookArrived)
-	pending      map[string]registration // waiters that told us they wait, by holder id
-	lastWaitInfo string                  // the holder that kept the lane, for errors; guarded by mu
+	// Identity, set once.
+	e           *Engine
+	scope, lane string
+	want        int64 // start of the lane's want region (see wantBits)
+
+	// mu guards every field below except looks (atomic) and memEpoch.
+	mu sync.Mutex
+
+	// The in-process FIFO gate (gate.go).
+	busy    bool      // the gate is owned
+	waiters list.List // of *gateWaiter
+
+	// The row this process holds, and its linger watcher (linger.go).
+	row       *grant // nil: this process does not hold the row
+	depth     int    // nesting of the current hold
+	idleSince time.Time
+	watching  bool
+	kick      chan struct{} // wakes the watcher when the gate frees
+	closing   bool
+	memEpoch  int64 // in-memory engines' epochs; touched only by the gate's owner
+
+	// Claims and hand-offs in flight (claim.go, handoff.go).
+	claiming     bool   // a claim is in progress
+	incoming     bool   // a grant to that claim arrived
+	passedTo     string // the holder this process last handed the lane to
+	lastWaitInfo string // the holder that kept the lane, for errors
+
+	// The inbox of waiters' registrations and requests to look (inbox.go).
+	pending map[string]registration // waiters that told us they wait, by holder id
+	looks   atomic.Int64            // requests to look at this lane (see lookArrived)
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
