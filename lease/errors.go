@@ -55,6 +55,7 @@ type Error struct {
 	Err    error
 }
 
+// Error names the operation, the lane and file, the cause and the reason.
 func (e *Error) Error() string {
 	msg := "cleolease: " + e.Op
 	if e.Scope != "" || e.Lane != "" {
@@ -70,4 +71,5 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the cause (see Error).
 func (e *Error) Unwrap() error { return e.Err }
