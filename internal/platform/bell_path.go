@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // MaxPathDatagram caps the portable tier's datagrams at macOS's default
@@ -26,9 +27,18 @@ const maxSunPath = 103
 func ListenBell(dbPath, holderID string, file FileID) (Bell, error) {
 	dir := LocksDir(dbPath)
 	if len(dir)+len("/s-")+12 > maxSunPath {
-		dir = fmt.Sprintf("/tmp/cleolease-%d/%x-%x", os.Getuid(), file.Dev, file.Ino)
+		base := fmt.Sprintf("/tmp/cleolease-%d", os.Getuid())
+		dir = fmt.Sprintf("%s/%x-%x", base, file.Dev, file.Ino)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
+		}
+		// /tmp is shared: use the directory only if it is this user's own.
+		fi, err := os.Lstat(base)
+		if err != nil {
+			return nil, err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.IsDir() || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+			return nil, ErrUnsupported
 		}
 	}
 	addr := func(id string) string { return filepath.Join(dir, "s-"+hex(SlotFor(id))) }

@@ -191,3 +191,38 @@ func TestIdentity(t *testing.T) {
 		t.Fatalf("slot %d out of range", s)
 	}
 }
+
+// A database path too long for sun_path (104 bytes on macOS and the
+// BSDs) still gets a doorbell, in a directory of this user's own.
+func TestBellLongPath(t *testing.T) {
+	if PollWake || !Portable {
+		t.Skip("the portable tier's path-bound sockets only")
+	}
+	dir := filepath.Join(t.TempDir(), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "x.db")
+	os.WriteFile(db, nil, 0o644)
+	if len(LocksDir(db)) < 104 {
+		t.Fatalf("path %d bytes: not long enough", len(LocksDir(db)))
+	}
+	fi, _ := Stat(db)
+	a, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ListenBell(db, "b", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Send("a", []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := a.Recv(buf); err != nil || string(buf[:n]) != "hi" {
+		t.Fatalf("received %q, %v", buf[:n], err)
+	}
+}
