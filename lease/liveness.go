@@ -59,7 +59,7 @@ func (e *Engine) probe(h holder) verdict { return probeHolder(e.holderID, e.lock
 
 // probeHolder is probe for a process whose own holder id is self, seeing
 // the liveness locks locks (nil when there are none).
-func probeHolder(self string, locks platform.Locks, h holder) verdict {
+func probeHolder(self string, locks platform.Liveness, h holder) verdict {
 	if h.ID == self {
 		return verdict{true, "this process"}
 	}

@@ -7,19 +7,25 @@ import (
 
 // Locks is the liveness evidence of the processes that use one database,
 // kept in files of our own beside it, never in the database or its
-// companions:
-//
-//   - each process holds a lock for its whole life at its slot (Slot); the
-//     kernel drops it when the process dies, however it dies, so a peer
-//     that finds it gone knows the process is gone (Probe);
-//   - a process waiting for a lane announces it with a lock on its want
-//     (the lane's region base plus its slot) for as long as it waits
-//     (SetWant), which holders test (Wants, AnyWants, CountWants);
-//   - an arrival counter hands out tickets in arrival order (NextTicket).
-//
-// Slots are what SlotFor returns for a holder id. A read-only Locks
-// (OpenLocksReadOnly) only tests.
+// companions. It has three jobs, each its own interface: Liveness (each
+// process's lifetime lock), Waiting (who waits for a lane) and Arrivals
+// (the order in which waiters arrived). Slots are what SlotFor returns
+// for a holder id. A read-only Locks (OpenLocksReadOnly) only tests.
 type Locks interface {
+	Liveness
+	Waiting
+	Arrivals
+	// WatchPath is the file whose closes a FileWatch reports as exits
+	// ("" when this tier has none).
+	WatchPath() string
+	// Close drops every lock (and removes files nobody uses any more).
+	Close() error
+}
+
+// Liveness is the lock each process holds for its whole life at its slot:
+// the kernel drops it when the process dies, however it dies, so a peer
+// that finds it gone knows the process is gone.
+type Liveness interface {
 	// Slot is this process's slot (0 for a read-only Locks).
 	Slot() int64
 	// Mark names the file this process's lifetime lock is on; a holder
@@ -29,6 +35,12 @@ type Locks interface {
 	// Probe tests the lifetime lock at slot of the holder that recorded
 	// mark.
 	Probe(slot int64, mark string) Proof
+}
+
+// Waiting is the announcements of waiting processes: a process waiting for
+// a lane holds a lock on its want (the lane's region base plus its slot)
+// for as long as it waits, which holders test.
+type Waiting interface {
 	// SetWant takes (on) or drops this process's want of the lane whose
 	// region starts at base.
 	SetWant(base int64, on bool) error
@@ -36,17 +48,18 @@ type Locks interface {
 	Wants(base, slot int64) (bool, error)
 	// AnyWants reports whether another process wants the lane at base.
 	AnyWants(base int64) (bool, error)
-	// CountWants counts the processes that want the lane at base, up to
-	// limit.
+	// CountWants counts the other processes that want the lane at base,
+	// up to limit.
 	CountWants(base int64, limit int) (int, error)
+}
+
+// Arrivals hands out tickets in arrival order across the processes of a
+// database, so that a waiter has its place in line before it can write a
+// queue row.
+type Arrivals interface {
 	// NextTicket returns the next arrival number of the database, or 0
 	// when it cannot be taken promptly.
 	NextTicket() int64
-	// WatchPath is the file whose closes a FileWatch reports as exits
-	// ("" when this tier has none).
-	WatchPath() string
-	// Close drops every lock (and removes files nobody uses any more).
-	Close() error
 }
 
 // Proof is what a probe of a lifetime lock proves.
