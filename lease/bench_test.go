@@ -10,16 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// monoNow reads CLOCK_MONOTONIC, comparable across processes.
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
 
 // pingpong acquires and releases the lane n times, recording per epoch the
 // monotonic time the grant arrived and the time release was called.

@@ -15,28 +15,30 @@
 // decides who is served next (lower priority first, FIFO within a
 // priority, with aging). A released lane is handed directly to the head of
 // the queue inside the releasing transaction. Dead holders and waiters are
-// recognised from a lock they hold on a sidecar file for their lifetime
-// (see proc_linux.go), not by waiting out a TTL.
+// recognised from a lock they hold on a file of their own for their
+// lifetime (see liveness.go), not by waiting out a TTL.
+//
+// The operating-system mechanisms — liveness locks, the datagram
+// doorbell, file and process watches, process and file identity — live in
+// internal/platform, chosen by build tags; everything in this package is
+// portable.
 package lease
 
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/google/uuid"
 	"github.com/mattn/go-sqlite3"
-	"golang.org/x/sys/unix"
 )
 
 // Options configure an Engine. Path and DSN are required.
@@ -84,7 +86,7 @@ type Engine struct {
 	holderID string
 	pid      int64
 	start    string
-	side     *sidecar
+	locks    platform.Locks // nil: no liveness locks (pid and start time only)
 	bell     *doorbell
 
 	db    *sql.DB
@@ -128,11 +130,11 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 	if err != nil {
 		return "", 0, 0, err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(resolved, &st); err != nil {
+	fi, err := platform.Stat(resolved)
+	if err != nil {
 		return "", 0, 0, err
 	}
-	return resolved, uint64(st.Dev), uint64(st.Ino), nil
+	return resolved, fi.ID.Dev, fi.ID.Ino, nil
 }
 
 // Open returns the engine of the file at opts.Path, creating it on first
@@ -190,20 +192,23 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 }
 
 func (e *Engine) openStore(ctx context.Context) error {
-	var st unix.Stat_t
 	mode := os.FileMode(0o644)
-	if unix.Stat(e.path, &st) == nil {
-		mode = os.FileMode(st.Mode & 0o777)
+	if fi, err := platform.Stat(e.path); err == nil {
+		mode = fi.Mode
 	}
-	side, err := openSidecar(e.path, mode, slotFor(e.holderID))
+	locks, err := platform.OpenLocks(e.path, mode, slotFor(e.holderID))
+	if errors.Is(err, platform.ErrTierConflict) {
+		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
+			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
+	}
 	if err != nil {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
-	e.side = side
-	if side != nil {
-		e.start += "/" + strconv.FormatUint(side.ino, 10)
+	e.locks = locks
+	if locks != nil {
+		e.start += "/" + locks.Mark()
 	}
-	e.bell = newDoorbell(side, e.path, e.holderID, e.dev, e.ino, e.registered, e.grantArrived, e.lookArrived)
+	e.bell = newDoorbell(locks, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -211,8 +216,8 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if err := e.bootstrap(ctx); err != nil {
 		e.db.Close()
 		e.bell.close()
-		if e.side != nil {
-			e.side.close()
+		if e.locks != nil {
+			e.locks.Close()
 		}
 		var le *Error
 		if errors.As(err, &le) {
@@ -233,14 +238,14 @@ func (e *Engine) HolderID() string { return e.holderID }
 // the file it was opened on (renamed over, deleted). It always stats.
 func (e *Engine) CheckFile() error { return e.checkFile(true) }
 
-// FileChanged is CheckFile at the cost of an atomic load while inotify
-// reports nothing about the file (a stat otherwise): for a check on every
-// statement.
+// FileChanged is CheckFile at the cost of an atomic load while the file
+// watch (inotify, on Linux) reports nothing about the file (a stat
+// otherwise): for a check on every statement.
 func (e *Engine) FileChanged() error { return e.checkFile(false) }
 
-// checkFile with always false trusts inotify: it stats only after the
-// kernel reported a rename, unlink or link-count change of the file (or
-// when inotify is unavailable). Acquire uses it on the fast path; a claim
+// checkFile with always false trusts the file watch: it stats only after
+// the kernel reported a rename, unlink or link-count change of the file
+// (or when there is no watch, as in the portable tier). Acquire uses it on the fast path; a claim
 // always stats.
 func (e *Engine) checkFile(always bool) error {
 	if e.opts.MemoryOnly {
@@ -251,21 +256,21 @@ func (e *Engine) checkFile(always bool) error {
 		// event about it has not been read yet).
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: "detected earlier"}
 	}
-	if !always && e.bell != nil && e.bell.dbWd >= 0 && !e.bell.dbChanged.Load() {
+	if !always && e.bell != nil && e.bell.dbWatched() && !e.bell.dbChanged() {
 		return nil
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(e.path, &st); err != nil {
+	fi, err := platform.Stat(e.path)
+	if err != nil {
 		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
 	}
-	if uint64(st.Dev) != e.dev || uint64(st.Ino) != e.ino {
+	if fi.ID.Dev != e.dev || fi.ID.Ino != e.ino {
 		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged,
-			Reason: fmt.Sprintf("inode %d is now %d", e.ino, st.Ino)}
+			Reason: fmt.Sprintf("inode %d is now %d", e.ino, fi.ID.Ino)}
 	}
 	if e.bell != nil {
-		e.bell.dbChanged.Store(false) // a chmod or touch: same file
+		e.bell.clearDB() // a chmod or touch: same file
 	}
 	return nil
 }
@@ -303,8 +308,8 @@ func (e *Engine) Close() error {
 	if e.bell != nil {
 		e.bell.close()
 	}
-	if e.side != nil {
-		if cerr := e.side.close(); err == nil {
+	if e.locks != nil {
+		if cerr := e.locks.Close(); err == nil {
 			err = cerr
 		}
 	}
@@ -431,18 +436,6 @@ func (e *Engine) setHook(f func(op string) error) {
 	e.hook.Store(&f)
 }
 
-// withStmtCache asks go-sqlite3 to keep the engine's few statements
-// prepared (_stmt_cache_size), unless the DSN already sets a size.
-func withStmtCache(dsn string) string {
-	if strings.Contains(dsn, "_stmt_cache_size=") {
-		return dsn
-	}
-	if strings.Contains(dsn, "?") {
-		return dsn + "&_stmt_cache_size=32"
-	}
-	return dsn + "?_stmt_cache_size=32"
-}
-
 // retryBusy runs the read fn again while it fails with SQLITE_BUSY (with a
 // rollback journal a reader is refused while another connection commits;
 // the engine's connection has busy_timeout 0), with a capped back-off,
@@ -459,79 +452,3 @@ func (e *Engine) retryBusy(ctx context.Context, fn func() error) error {
 		}
 	}
 }
-
-// leaseConnector opens the engine's private connection on the raw
-// go-sqlite3 driver (never through cleolease) with busy_timeout 0.
-type leaseConnector struct {
-	dsn      string
-	drv      *sqlite3.SQLiteDriver // nil: a plain go-sqlite3 driver
-	readOnly bool                  // keep the DSN's busy timeout; for inspection only
-}
-
-func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Driver().Open(c.dsn)
-	// A fresh file being switched to WAL by several processes at once can
-	// fail the open with SQLITE_BUSY, outside SQLite's busy handler.
-	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		conn, err = c.Driver().Open(c.dsn)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sc := conn.(*sqlite3.SQLiteConn)
-	if c.readOnly {
-		return sc, nil
-	}
-	if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
-		sc.Close()
-		return nil, err
-	}
-	return sc, nil
-}
-
-func (c *leaseConnector) Driver() driver.Driver {
-	if c.drv != nil {
-		return c.drv
-	}
-	return &sqlite3.SQLiteDriver{}
-}
-
-// backoff is a capped exponential sleep that honours a context and an
-// optional extra channel (a wait bound). It never spins.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-// next advances the back-off and returns the period to wait.
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else if b.cur *= 2; b.cur > b.max {
-		b.cur = b.max
-	}
-	return b.cur
-}
-
-func (b *backoff) sleep(ctx context.Context, bound <-chan time.Time) error {
-	t := time.NewTimer(b.next())
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-bound:
-		return errWaitBound
-	case <-t.C:
-		return nil
-	}
-}
-
-var errWaitBound = errors.New("wait bound reached")

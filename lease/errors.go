@@ -3,6 +3,8 @@ package lease
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // Sentinel errors of the lease engine. Every error the engine returns for a
@@ -34,6 +36,11 @@ var (
 	ErrDriverMismatch = errors.New("lease engine already open with another base driver")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("lease engine closed")
+	// ErrTierConflict: Open refused because processes of the other Linux
+	// liveness tier (built with or without the build tag
+	// cleolease_portable) use the database; neither could see the other's
+	// liveness evidence, so they never share a file.
+	ErrTierConflict = platform.ErrTierConflict
 )
 
 // Error describes a lease failure: the operation, the file and lane it
@@ -51,6 +58,7 @@ type Error struct {
 	Err    error
 }
 
+// Error names the operation, the lane and file, the cause and the reason.
 func (e *Error) Error() string {
 	msg := "cleolease: " + e.Op
 	if e.Scope != "" || e.Lane != "" {
@@ -66,4 +74,5 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the cause (see Error).
 func (e *Error) Unwrap() error { return e.Err }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // FuzzLeaseTables puts arbitrary rows in _writer_leases and _writer_queue
@@ -225,12 +225,11 @@ func relFuzzOne(t *testing.T, permissive bool, data []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st unix.Stat_t
-	unix.Fstat(int(side.Fd()), &st)
 	side.Close()
+	st, _ := platform.Stat(path + "-cleolease")
 	env := relFuzzEnv{
 		id: processHolderID, pid: int64(os.Getpid()), slot: slotFor(processHolderID),
-		start: procIdentity() + "/" + strconv.FormatUint(uint64(st.Ino), 10), now: time.Now().UnixMilli(),
+		start: procIdentity() + "/" + strconv.FormatUint(st.ID.Ino, 10), now: time.Now().UnixMilli(),
 	}
 	r := &relBytes{b: data}
 	counts, _ := r.next()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
 )
 
@@ -56,6 +57,15 @@ func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
+}
+
+// needDoorbell skips a test of the doorbell's datagrams (registrations,
+// grants) in a build without a datagram transport (cleolease_pollwake).
+func needDoorbell(t testing.TB) {
+	t.Helper()
+	if platform.PollWake {
+		t.Skip("no datagram transport in this build (cleolease_pollwake)")
+	}
 }
 
 // child is a re-executed test binary playing a role.

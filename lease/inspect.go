@@ -1,14 +1,14 @@
 package lease
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // ErrNoLeaseTables: Inspect found a database without _writer_leases.
@@ -16,8 +16,8 @@ var ErrNoLeaseTables = errors.New("database has no lease tables (no cleolease pr
 
 // Inspect reports every lane of the database at path, like Engine.Status,
 // without opening an engine and without writing anything: the database is
-// read through ReadOnly and the sidecar, if present, is opened read-only
-// only to test locks. Errors: os.ErrNotExist for a missing file, SQLite's
+// read through ReadOnly and the liveness locks' files (platform.Locks), if
+// present, are opened read-only only to test locks. Errors: os.ErrNotExist for a missing file, SQLite's
 // error for a file that is not a database, ErrNoLeaseTables, ErrUntrusted.
 func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error) {
 	var out []LaneStatus
@@ -30,7 +30,7 @@ func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error
 }
 
 // InspectDB is Inspect on a connection the caller opened to the file at
-// path (typically with ReadOnly); path locates the sidecar.
+// path (typically with ReadOnly); path locates the liveness locks' files.
 func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]LaneStatus, error) {
 	if clock == nil {
 		clock = SystemClock{}
@@ -46,15 +46,15 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	if n == 0 {
 		return nil, ErrNoLeaseTables
 	}
-	side, err := openSidecarReadOnly(resolved)
+	locks, err := platform.OpenLocksReadOnly(resolved)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	if side != nil {
-		defer side.f.Close()
+	if locks != nil {
+		defer locks.Close()
 	}
-	probe := func(h holder) verdict { return probeHolder("", side, h) }
-	return readStatus(ctx, db, probe, clock, side)
+	probe := func(h holder) verdict { return probeHolder("", locks, h) }
+	return readStatus(ctx, db, probe, clock, locks)
 }
 
 // ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes
@@ -62,11 +62,17 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 //
 // mode=ro is enough while the database is in use, but on a WAL-mode file
 // that nobody has open (there is no -wal file) a mode=ro connection
-// creates the -wal and -shm files and leaves them behind. There fn runs on
-// an immutable=1 connection instead (no locks, no side files), which reads
-// exactly what is there since everything is in the main file; if the main
-// file or the -wal changed meanwhile (a process opened the database and
-// wrote), fn runs again, from the third attempt on with mode=ro.
+// creates the -wal and -shm files and leaves them behind. So while there
+// is neither a -wal nor a -journal file, fn runs on an immutable=1
+// connection instead (no locks, no side files), which reads exactly what
+// is there since everything is in the main file; if the main file, the
+// -wal or the -journal changed meanwhile (a process opened the database
+// and wrote), fn runs again, from the third attempt on with mode=ro.
+//
+// Only SQLite opens the database file: its header is not read here, since
+// closing any descriptor of the file would drop every POSIX lock this
+// process holds on it, SQLite's included (sqlite.org/howtocorrupt.html
+// §2.2); the side files are only looked up.
 func ReadOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
@@ -80,7 +86,7 @@ func ReadOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error
 		if err != nil {
 			return err
 		}
-		immutable := before.walMode && !before.walExists && attempt < 2
+		immutable := !before.walExists && !before.journalExists && attempt < 2
 		q := "mode=ro&_busy_timeout=5000"
 		if immutable {
 			q = "mode=ro&immutable=1"
@@ -117,29 +123,24 @@ func OpenReadOnly(path string) (*sql.DB, error) {
 
 // fileQuiet is what ReadOnly compares to notice a writer.
 type fileQuiet struct {
-	walMode, walExists bool
-	size, mtime        int64
-	dev, ino           uint64
+	walExists, journalExists bool
+	size, mtime              int64
+	dev, ino                 uint64
 }
 
+// quietState stats the database file and looks its -wal and -journal up,
+// opening none of them.
 func quietState(path string) (fileQuiet, error) {
 	var q fileQuiet
-	f, err := os.Open(path)
-	if err != nil {
-		return q, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	fi, err := os.Stat(path)
 	if err != nil {
 		return q, err
 	}
 	q.size, q.mtime = fi.Size(), fi.ModTime().UnixNano()
 	_, q.dev, q.ino, _ = FileKey(path)
-	head := make([]byte, 20)
-	if _, err := io.ReadFull(f, head); err == nil && bytes.HasPrefix(head, []byte("SQLite format 3\x00")) {
-		q.walMode = head[18] == 2 && head[19] == 2 // read/write format versions: WAL
-	}
 	_, err = os.Lstat(path + "-wal")
 	q.walExists = err == nil
+	_, err = os.Lstat(path + "-journal")
+	q.journalExists = err == nil
 	return q, nil
 }

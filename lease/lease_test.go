@@ -323,35 +323,6 @@ func TestReplacedFileIsRefused(t *testing.T) {
 	}
 }
 
-func TestBreakFencesAStoppedHolder(t *testing.T) {
-	path := newDB(t)
-	holder := startChild(t, "hold", path)
-	holder.expect("held")
-	holder.Cmd.Process.Signal(syscall.SIGSTOP)
-	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
-	if _, err := e.Break(context.Background(), "s", "l", false); !errors.Is(err, ErrHolderAlive) {
-		t.Fatalf("break without force: %v, want ErrHolderAlive", err)
-	}
-	if _, err := e.Break(context.Background(), "s", "l", true); err != nil {
-		t.Fatal(err)
-	}
-	h, err := e.Acquire(context.Background(), "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Release()
-	holder.Cmd.Process.Signal(syscall.SIGCONT)
-	holder.send("go")
-	if got := holder.expect("commit"); got == "ok" {
-		t.Fatal("a broken holder committed")
-	}
-	var n int
-	rawDB(t, path).QueryRow(`SELECT count(*) FROM grants WHERE who = 'hold'`).Scan(&n)
-	if n != 0 {
-		t.Fatalf("the fenced write landed (%d rows)", n)
-	}
-}
-
 func TestManyProcessesCountExactly(t *testing.T) {
 	path := newDB(t)
 	const procs, n = 6, 100
@@ -427,6 +398,7 @@ func TestReplacedFileIsRefusedWhileLingering(t *testing.T) {
 // in priority-then-arrival order across several hand-offs, each holder
 // passing the registrations it did not serve on to the next.
 func TestOrderTravelsWithTheGrant(t *testing.T) {
+	needDoorbell(t)
 	e, path, h := holdLane(t)
 	if err := fencedWrite(context.Background(), rawDB(t, path), h, "first"); err != nil {
 		t.Fatal(err)
@@ -458,6 +430,7 @@ func TestOrderTravelsWithTheGrant(t *testing.T) {
 // transaction, and the waiter stops announcing its wait before it leaves
 // the queue); the lane stays usable.
 func TestGaveUpWaiterIsNeverGranted(t *testing.T) {
+	needDoorbell(t)
 	e, path := giveUpDuringHandoff(t, "handoff") // picked, transaction not begun
 	if rs := relActive(t, rawDB(t, path), "s", "l"); len(rs) != 0 {
 		t.Fatalf("active rows %+v after the only waiter gave up, want none", rs)
@@ -494,6 +467,7 @@ func TestSelfEnqueuedRowAgesFromArrival(t *testing.T) {
 // write when it only registered, so it does not queue behind that
 // transaction.
 func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
+	needDoorbell(t)
 	e, path, h := holdLane(t)
 	ctx := context.Background()
 	db := rawDB(t, path)
@@ -534,6 +508,7 @@ func TestCancelledWaiterBehindLongTransaction(t *testing.T) {
 // adopts the lane and passes it on, so the lane is not left with a holder
 // that does not know it holds it.
 func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
+	needDoorbell(t)
 	e, _ := giveUpDuringHandoff(t, "handoff/commit") // granted, not committed yet
 	laneUsable(t, e, "lane left with the waiter that gave up")
 }
@@ -544,6 +519,7 @@ func TestLateGrantToAWaiterThatGaveUpIsPassedOn(t *testing.T) {
 // the lane (it would stay with a "holder" that never releases it), and a
 // registration for a lane this process never used creates no state.
 func TestForgedRegistrationsAreNotGranted(t *testing.T) {
+	needDoorbell(t)
 	e, path, h := holdLane(t)
 	forged := []registration{
 		{Scope: "s", Lane: "l", ID: "cl-forged-a", PID: 1, Priority: -1000, Arrival: 1, TTL: 30000},

@@ -1,10 +1,6 @@
 package lease
 
 import (
-	"context"
-	"database/sql"
-	"errors"
-	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -70,62 +66,4 @@ func (e *Engine) Stats() StatsSnapshot {
 		out.Waits[i] = s.waitBuckets[i].Load()
 	}
 	return out
-}
-
-// heartbeatLoop refreshes heartbeat_at (and reentrancy_depth) of every row
-// this process holds, every TTL/3, on the engine's connection with a short
-// busy timeout. SQLITE_BUSY is transient: the beat is retried on the next
-// tick; liveness never rests on the heartbeat unless the TTL-steal policy
-// is chosen. A refresh that matches no row marks the grant lost.
-func (e *Engine) heartbeatLoop() {
-	defer e.wg.Done()
-	t := time.NewTicker(e.opts.TTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.hbStop:
-			return
-		case <-t.C:
-			e.beat()
-		}
-	}
-}
-
-func (e *Engine) beat() {
-	e.mu.Lock()
-	lanes := make([]*laneState, 0, len(e.lanes))
-	for _, l := range e.lanes {
-		lanes = append(lanes, l)
-	}
-	e.mu.Unlock()
-	for _, l := range lanes {
-		l.mu.Lock()
-		g, depth := l.row, l.depth
-		l.mu.Unlock()
-		if g == nil || g.lost.Load() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.opts.TTL/3)
-		err := e.immediateOp(ctx, "heartbeat", func(ctx context.Context, c *sql.Conn) error {
-			res, err := c.ExecContext(ctx, `UPDATE _writer_leases SET heartbeat_at = ?, reentrancy_depth = ?
-				WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, e.nowMS(), depth, g.id, e.holderID, g.epoch)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return errLostRow
-			}
-			return nil
-		})
-		cancel()
-		if err == errLostRow {
-			if !g.given.Load() { // not gone by our own hand-off
-				l.markLost(g, "heartbeat found the row gone or re-epoched")
-			}
-		} else if errors.Is(err, ErrFileChanged) {
-			l.markLost(g, "database file replaced or removed")
-		} else if err != nil {
-			e.logf(slog.LevelDebug, "cleolease: heartbeat deferred", "scope", l.scope, "lane", l.lane, "err", err)
-		}
-	}
 }

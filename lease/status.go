@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // HolderStatus describes the active holder of a lane.
@@ -40,10 +42,10 @@ type LaneStatus struct {
 	Epoch   int64          `json:"epoch"`
 	Holder  *HolderStatus  `json:"holder,omitempty"`
 	Waiters []WaiterStatus `json:"waiters"`
-	// Waiting counts the processes that announce on the sidecar that they
+	// Waiting counts the processes that announce in the liveness locks that they
 	// wait for the lane, with a queue row (Waiters) or, in the first
 	// 100 ms or behind a long transaction, only registered with the
-	// holder; -1 when it cannot be told (no sidecar). At most 1,000.
+	// holder; -1 when it cannot be told (no liveness locks). At most 1,000.
 	// Engine.Status does not count the calling process's own waiter.
 	Waiting int `json:"waiting"`
 }
@@ -54,15 +56,14 @@ type LaneStatus struct {
 func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 	var out []LaneStatus
 	err := e.retryBusy(ctx, func() (err error) {
-		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.side)
+		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks)
 		return err
 	})
 	return out, err
 }
 
-func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, side *sidecar) ([]LaneStatus, error) {
-	rows, err := db.QueryContext(ctx, `SELECT scope, lane, max(epoch) FROM _writer_leases GROUP BY scope, lane
-		UNION SELECT scope, lane, 0 FROM _writer_queue ORDER BY 1, 2`)
+func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, locks platform.Locks) ([]LaneStatus, error) {
+	rows, err := readLanes(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +98,8 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 	out := make([]LaneStatus, 0, len(lanes))
 	for _, x := range lanes {
 		st := LaneStatus{Scope: x.scope, Lane: x.lane, Epoch: x.epoch, Waiters: []WaiterStatus{}, Waiting: -1}
-		if side != nil {
-			if n, err := side.lockedBytes(wantBase(x.scope, x.lane), 1<<wantBits, 1000); err == nil {
+		if locks != nil {
+			if n, err := locks.CountWants(wantBase(x.scope, x.lane), 1000); err == nil {
 				st.Waiting = n
 			}
 		}
@@ -108,7 +109,7 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 		}
 		if r != nil {
 			var acquired, depth int64
-			if err := db.QueryRowContext(ctx, `SELECT acquired_at, reentrancy_depth FROM _writer_leases WHERE id = ?`, r.id).Scan(&acquired, &depth); err != nil {
+			if err := readHeld(ctx, db, r.id).Scan(&acquired, &depth); err != nil {
 				return nil, err
 			}
 			v := probe(r.h)
@@ -180,8 +181,7 @@ func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64,
 			ring = hd.h.ID
 			return nil
 		}
-		_, err = c.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, r.id, r.epoch)
-		return err
+		return freeRow(ctx, c, r.id, r.epoch)
 	})
 	if err != nil {
 		return out, err

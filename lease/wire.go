@@ -29,7 +29,9 @@ const (
 
 var errWire = errors.New("malformed doorbell datagram")
 
-// maxWireDatagram bounds an encoded datagram (recv reads up to 64 KiB).
+// maxWireDatagram bounds an encoded datagram (recv reads up to 64 KiB);
+// the transport may allow less (platform.Bell.MaxDatagram: 2,048 bytes in
+// the portable tier).
 const maxWireDatagram = 60 << 10
 
 // encodable reports whether r can travel in a datagram (its strings fit
@@ -46,19 +48,28 @@ func wireSize(r registration) int {
 }
 
 // chunks splits regs (all encodable) into runs that each fit a datagram
-// together with a grant's scope and lane.
-func chunks(regs []registration) [][]registration {
+// of limit bytes together with a grant of (scope, lane). A registration
+// that does not fit even alone is left out (its waiter is not served by
+// this grant, and writes its own queue row).
+func chunks(scope, lane string, regs []registration, limit int) [][]registration {
 	var out [][]registration
-	start, size := 0, 2+2*(maxWireString+binary.MaxVarintLen16)+binary.MaxVarintLen64
-	for i, r := range regs {
-		if n := wireSize(r); size+n > maxWireDatagram && i > start {
-			out = append(out, regs[start:i])
-			start, size = i, 2+2*(maxWireString+binary.MaxVarintLen16)+binary.MaxVarintLen64
+	header := len(encodeGrant(scope, lane, nil)) + binary.MaxVarintLen64
+	var cur []registration
+	size := header
+	for _, r := range regs {
+		n := wireSize(r)
+		if header+n > limit {
+			continue
 		}
-		size += wireSize(r)
+		if size+n > limit && len(cur) > 0 {
+			out = append(out, cur)
+			cur, size = nil, header
+		}
+		cur = append(cur, r)
+		size += n
 	}
-	if start < len(regs) {
-		out = append(out, regs[start:])
+	if len(cur) > 0 {
+		out = append(out, cur)
 	}
 	return out
 }

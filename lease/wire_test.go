@@ -81,29 +81,46 @@ func FuzzDecodeWire(f *testing.F) {
 	})
 }
 
-// Registrations are split so that every datagram fits recv's buffer, and
-// names too long for the decoder are never encoded.
+// Registrations are split so that every datagram fits the transport's
+// limit (recv's buffer on Linux, 2,048 bytes in the portable tier), and
+// names too long for the decoder are never encoded; a registration that
+// cannot fit even alone is left out.
 func TestWireChunksFitADatagram(t *testing.T) {
 	long := string(make([]byte, maxWireString))
 	var regs []registration
 	for i := 0; i < 200; i++ {
 		regs = append(regs, registration{Scope: long, Lane: long, ID: "cl-" + long[:900], Start: long[:500], Slot: int64(i + 1), PID: 1 << 40, Arrival: 1 << 50})
 	}
-	n := 0
-	for _, c := range chunks(regs) {
-		n += len(c)
-		if len(c) == 0 {
-			t.Fatal("empty chunk")
-		}
-		if m := encodeGrant(long, long, c); len(m) > maxWireDatagram {
-			t.Fatalf("a chunk of %d registrations encodes to %d bytes, over %d", len(c), len(m), maxWireDatagram)
-		}
-		if _, _, _, got, err := decodeWire(encodeGrant(long, long, c)); err != nil || len(got) != len(c) {
-			t.Fatalf("chunk does not decode: %d of %d, %v", len(got), len(c), err)
-		}
+	short := []registration{}
+	for i := 0; i < 200; i++ {
+		short = append(short, registration{Scope: "project", Lane: "tasks", ID: "cl-0123456789abcdef0123456789abcdef0123", Start: "boot/pid:[4026531836]/123456/98765", Slot: int64(i + 1), PID: 1 << 20, Arrival: 1 << 30})
 	}
-	if n != len(regs) {
-		t.Fatalf("chunks hold %d registrations, want %d", n, len(regs))
+	for _, c := range []struct {
+		scope, lane string
+		regs        []registration
+		limit, want int
+	}{
+		{long, long, regs, maxWireDatagram, len(regs)},
+		{long, long, regs, 2048, 0},            // a grant of these names alone nearly fills it
+		{"project", "tasks", short, 2048, 200}, // typical names: many per datagram
+		{"project", "tasks", regs, 2048, 0},    // each too large alone
+	} {
+		n := 0
+		for _, ch := range chunks(c.scope, c.lane, c.regs, c.limit) {
+			n += len(ch)
+			if len(ch) == 0 {
+				t.Fatal("empty chunk")
+			}
+			if m := encodeGrant(c.scope, c.lane, ch); len(m) > c.limit {
+				t.Fatalf("a chunk of %d registrations encodes to %d bytes, over %d", len(ch), len(m), c.limit)
+			}
+			if _, _, _, got, err := decodeWire(encodeGrant(c.scope, c.lane, ch)); err != nil || len(got) != len(ch) {
+				t.Fatalf("chunk does not decode: %d of %d, %v", len(got), len(ch), err)
+			}
+		}
+		if n != c.want {
+			t.Fatalf("limit %d: chunks hold %d registrations, want %d", c.limit, n, c.want)
+		}
 	}
 	if encodable(registration{Scope: long + "x"}) || !encodable(registration{Scope: long}) {
 		t.Fatal("encodable disagrees with the decoder's limit")

@@ -1,11 +1,10 @@
-// Package platform holds cleolease's operating-system-specific code. It
-// must not import github.com/mattn/go-sqlite3 (nor anything that does), so
-// that it type-checks for every GOOS with cgo off.
 package platform
+
+// Filesystem type detection: FileSystem (per OS in fstype_*.go) tells a
+// network or FUSE filesystem, whose locks cannot keep two hosts apart.
 
 import (
 	"bufio"
-	"errors"
 	"strconv"
 	"strings"
 )
@@ -39,10 +38,6 @@ type FSInfo struct {
 // fstype_windows.go, fstype_other.go): a GOOS without one fails to compile
 // here rather than in a caller that go vet does not reach.
 var _ func(dir string) (FSInfo, error) = FileSystem
-
-// ErrUnsupported is returned (wrapped) by FileSystem on an operating system
-// where cleolease cannot tell a filesystem's type.
-var ErrUnsupported = errors.New("platform: filesystem type detection not supported on this OS")
 
 // fsClass is what cleolease makes of a filesystem type.
 type fsClass uint8

@@ -1,0 +1,37 @@
+//go:build unix
+
+package platform
+
+import (
+	"io/fs"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stat returns the identity and permission bits of the file at path
+// (following symlinks) without opening it.
+func Stat(path string) (FileInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return FileInfo{}, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return FileInfo{ID: FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}, Mode: fs.FileMode(st.Mode & 0o777)}, nil
+}
+
+// fdIno returns the inode of the open descriptor fd.
+func fdIno(fd uintptr) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Ino), nil
+}
+
+// pathIno returns the inode the path names now (not following symlinks).
+func pathIno(path string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Ino), nil
+}

@@ -1,0 +1,98 @@
+package platform
+
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// Locks is the liveness evidence of the processes that use one database,
+// kept in files of our own beside it, never in the database or its
+// companions. It has three jobs, each its own interface: Liveness (each
+// process's lifetime lock), Waiting (who waits for a lane) and Arrivals
+// (the order in which waiters arrived). Slots are what SlotFor returns
+// for a holder id. A read-only Locks (OpenLocksReadOnly) only tests.
+type Locks interface {
+	Liveness
+	Waiting
+	Arrivals
+	// WatchPath is the file whose closes a FileWatch reports as exits
+	// ("" when this tier has none).
+	WatchPath() string
+	// Close drops every lock (and removes files nobody uses any more).
+	Close() error
+}
+
+// Liveness is the lock each process holds for its whole life at its slot:
+// the kernel drops it when the process dies, however it dies, so a peer
+// that finds it gone knows the process is gone.
+type Liveness interface {
+	// Slot is this process's slot (0 for a read-only Locks).
+	Slot() int64
+	// Mark names the file this process's lifetime lock is on; a holder
+	// records it with its identity so that a peer seeing that same file
+	// without the lock knows the holder is gone.
+	Mark() string
+	// Probe tests the lifetime lock at slot of the holder that recorded
+	// mark.
+	Probe(slot int64, mark string) Proof
+}
+
+// Waiting is the announcements of waiting processes: a process waiting for
+// a lane holds a lock on its want (the lane's region base plus its slot)
+// for as long as it waits, which holders test.
+type Waiting interface {
+	// SetWant takes (on) or drops this process's want of the lane whose
+	// region starts at base.
+	SetWant(base int64, on bool) error
+	// Wants reports whether the process at slot wants the lane at base.
+	Wants(base, slot int64) (bool, error)
+	// AnyWants reports whether another process wants the lane at base.
+	AnyWants(base int64) (bool, error)
+	// CountWants counts the other processes that want the lane at base,
+	// up to limit.
+	CountWants(base int64, limit int) (int, error)
+}
+
+// Arrivals hands out tickets in arrival order across the processes of a
+// database, so that a waiter has its place in line before it can write a
+// queue row.
+type Arrivals interface {
+	// NextTicket returns the next arrival number of the database, or 0
+	// when it cannot be taken promptly.
+	NextTicket() int64
+}
+
+// Proof is what a probe of a lifetime lock proves.
+type Proof int
+
+const (
+	// Unknown: the lock could not be found or tested; judge otherwise.
+	Unknown Proof = iota
+	// Held: the holder's lock is held, so the holder is alive.
+	Held
+	// Released: the holder's lock file is there and unlocked, so the
+	// holder is gone.
+	Released
+)
+
+// SlotFor maps a holder id to its slot: a number from 1<<20 to 1<<46, so
+// that distinct holders practically never share one (a collision only
+// makes a dead holder look alive, never a live one dead). On the Linux
+// tier and Windows it is a byte offset in the sidecar.
+func SlotFor(holderID string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(holderID))
+	return 1<<20 + int64(h.Sum64()%(1<<46-1<<20))
+}
+
+// WantBits is the size of a lane's want region: 1<<WantBits slots.
+const WantBits = 46
+
+// SidecarPath is the sidecar of the database at dbPath.
+func SidecarPath(dbPath string) string { return dbPath + "-cleolease" }
+
+// hex formats v as a file name part.
+func hex(v int64) string { return strconv.FormatInt(v, 16) }
+
+// parseHex parses a file name part written by hex.
+func parseHex(s string) (int64, error) { return strconv.ParseInt(s, 16, 64) }

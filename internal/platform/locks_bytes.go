@@ -1,0 +1,206 @@
+//go:build (linux && !cleolease_portable) || windows
+
+package platform
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// byteLocks keeps every process's evidence as byte-range locks on one
+// shared sidecar file, "<db>-cleolease": the lifetime lock is a write lock
+// on the byte at the process's slot, a want a shared lock on the byte
+// base+slot, and the arrival counter 8 bytes at ticketOffset guarded by a
+// write lock on them. Nobody reads or writes the lock bytes (on Windows
+// the locks are mandatory). The locks belong to the open file (Linux
+// open-file-description locks, rangelock_linux.go; LockFileEx on a
+// handle, rangelock_windows.go): closing another descriptor of the
+// sidecar drops none of them, and they are never taken on the database.
+type byteLocks struct {
+	path string
+	f    *os.File
+	slot int64
+	mark string
+}
+
+// ticketOffset holds the sidecar's arrival counter (8 bytes, little
+// endian).
+const ticketOffset = 16
+
+// TicketOffset is where the arrival counter lives in the sidecar, for
+// tests that write rows naming it.
+const TicketOffset = ticketOffset
+
+// OpenLocks creates (with mode's permission bits) or opens the sidecar of
+// the database at dbPath and takes this process's lifetime lock at slot.
+// It returns (nil, nil) when the directory does not allow it: liveness
+// then rests on pid and start time alone. ErrTierConflict when processes
+// of the portable tier use the database.
+func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
+	p := SidecarPath(dbPath)
+	busy := false
+	for attempt := 0; attempt < 50; attempt++ {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, mode.Perm())
+		if err != nil {
+			if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		if err := lockRange(f, slot, 1, true); err != nil {
+			f.Close()
+			if errors.Is(err, errBusy) {
+				// A closing peer holds the whole file while it removes it.
+				busy = true
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
+			return nil, fmt.Errorf("lock sidecar %s: %w", p, err)
+		}
+		// A peer may have removed the file between our open and our lock;
+		// make sure the lock sits on the file the path names now.
+		mark, same := fileMark(f, p)
+		if !same {
+			f.Close()
+			continue
+		}
+		if err := tierCheck(f); err != nil {
+			unlockRange(f, slot, 1)
+			f.Close()
+			return nil, err
+		}
+		return &byteLocks{path: p, f: f, slot: slot, mark: mark}, nil
+	}
+	if busy {
+		return nil, fmt.Errorf("lock sidecar %s: %w", p, errBusy)
+	}
+	return nil, nil // the path keeps naming new files: no locks
+}
+
+// OpenLocksReadOnly opens an existing sidecar to test locks, taking none:
+// (nil, nil) when there is none.
+func OpenLocksReadOnly(dbPath string) (Locks, error) {
+	p := SidecarPath(dbPath)
+	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mark, _ := fileMark(f, p)
+	return &byteLocks{path: p, f: f, mark: mark}, nil
+}
+
+func (s *byteLocks) Slot() int64       { return s.slot }
+func (s *byteLocks) Mark() string      { return s.mark }
+func (s *byteLocks) WatchPath() string { return s.path }
+
+// Probe tests the write lock on byte slot. A holder that recorded this
+// sidecar's mark and holds no lock is gone.
+func (s *byteLocks) Probe(slot int64, mark string) Proof {
+	held, err := testRange(s.f, slot, 1, false)
+	switch {
+	case err != nil:
+		return Unknown
+	case held:
+		return Held
+	case mark != "" && mark == s.mark:
+		return Released
+	}
+	return Unknown
+}
+
+func (s *byteLocks) SetWant(base int64, on bool) error {
+	if on {
+		return lockRange(s.f, base+s.slot, 1, false)
+	}
+	return unlockRange(s.f, base+s.slot, 1)
+}
+
+func (s *byteLocks) Wants(base, slot int64) (bool, error) {
+	return testRange(s.f, base+slot, 1, true)
+}
+
+func (s *byteLocks) AnyWants(base int64) (bool, error) {
+	return testRange(s.f, base, 1<<WantBits, true)
+}
+
+func (s *byteLocks) CountWants(base int64, limit int) (int, error) {
+	return s.lockedBytes(base, 1<<WantBits, limit)
+}
+
+// lockedBytes counts the bytes of the n from start on which another open
+// file holds a lock, up to limit. A test reports one conflicting lock, not
+// necessarily the lowest: the range is bisected, so a count costs about
+// 2·log2(n) tests per locked byte.
+func (s *byteLocks) lockedBytes(start, n int64, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	w, err := testRange(s.f, start, n, true)
+	if err != nil || !w {
+		return 0, err
+	}
+	if n == 1 {
+		return 1, nil
+	}
+	half := n / 2
+	a, err := s.lockedBytes(start, half, limit)
+	if err != nil {
+		return 0, err
+	}
+	b, err := s.lockedBytes(start+half, n-half, limit-a)
+	return a + b, err
+}
+
+// NextTicket takes the next arrival number: a counter in the sidecar, so
+// a waiter takes its place in line the moment it arrives, even while a
+// holder's transaction keeps SQLite's write lock and the queue row cannot
+// be written yet.
+func (s *byteLocks) NextTicket() int64 {
+	// Non-blocking attempts for up to ~10 ms: a peer stopped (SIGSTOP)
+	// inside this few-microsecond section must not stall everyone; without
+	// a ticket the waiter falls back to the queue's own order.
+	for i := 0; lockRange(s.f, ticketOffset, 8, true) != nil; i++ {
+		if i == 200 {
+			return 0
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	defer unlockRange(s.f, ticketOffset, 8)
+	var b [8]byte
+	if n, err := s.f.ReadAt(b[:], ticketOffset); err != nil && n != 8 {
+		b = [8]byte{}
+	}
+	t := int64(binary.LittleEndian.Uint64(b[:])) + 1
+	binary.LittleEndian.PutUint64(b[:], uint64(t))
+	if _, err := s.f.WriteAt(b[:], ticketOffset); err != nil {
+		return 0
+	}
+	return t
+}
+
+// Close drops the lifetime lock and removes the sidecar when no other
+// process holds any lock on it.
+func (s *byteLocks) Close() error {
+	if s.slot != 0 && removable(s.f, s.slot) {
+		// Nobody else holds a byte of it: safe to remove. A process that
+		// opens it right now and locks the removed file sees that the path
+		// names another file and opens again.
+		os.Remove(s.path)
+	}
+	return s.f.Close()
+}
+
+// errBusy reports a lock held by another open file.
+var errBusy = errors.New("lock held elsewhere")
+
+// Portable reports whether this build uses the portable tier's evidence
+// (flock on files of our own) rather than byte-range locks on the sidecar.
+const Portable = false

@@ -1,0 +1,396 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly || (linux && cleolease_portable)
+
+package platform
+
+import (
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// flockLocks is the portable tier's evidence: flock(2) locks, which every
+// Unix has and which belong to the open file, on files of our own in the
+// directory "<db>-cleolease.d":
+//
+//	h-<slot>          each process's lifetime file, locked exclusively for its life
+//	w-<base>/<slot>   a want: the waiter's file, locked exclusively while it waits
+//	ticket            the arrival counter (8 bytes), locked while it is taken
+//
+// A peer tests a lock by taking a shared lock without waiting on a
+// descriptor of its own and dropping it: closing that descriptor drops
+// only its own flock, never the owner's (flock locks are per open file,
+// unlike POSIX fcntl locks; sqlite.org/howtocorrupt.html §2.2).
+type flockLocks struct {
+	dir    string
+	slot   int64
+	mark   string
+	life   *os.File // nil for a read-only Locks
+	ticket *os.File
+	tier   func() // leaves the tier (tier_linux.go); nil elsewhere
+
+	mu    sync.Mutex
+	wants map[int64]*os.File // this process's want files, by lane base
+}
+
+// TicketOffset is where the arrival counter lives in the ticket file.
+const TicketOffset = 0
+
+// LocksDir is the directory of the portable tier's lock files for the
+// database at dbPath.
+func LocksDir(dbPath string) string { return dbPath + "-cleolease.d" }
+
+// dirMode is the directory mode for a database file of mode m: its
+// permission bits plus search permission where it allows reading.
+func dirMode(m fs.FileMode) fs.FileMode {
+	m = m.Perm() | 0o700
+	return m | (m&0o444)>>2
+}
+
+// OpenLocks creates (with the database's permission bits) or opens the
+// lock directory of the database at dbPath and takes this process's
+// lifetime lock at slot. (nil, nil) when the directory does not allow it:
+// liveness then rests on pid and start time alone. On Linux,
+// ErrTierConflict when processes of the default Linux tier use the
+// database.
+func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
+	leave, err := tierJoin(dbPath, mode)
+	if err != nil || leave == nil && tierNeeded {
+		return nil, err
+	}
+	s := &flockLocks{dir: LocksDir(dbPath), slot: slot, tier: leave, wants: map[int64]*os.File{}}
+	fail := func(err error) (Locks, error) {
+		s.Close()
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	life, err := s.create(filepath.Join(s.dir, "h-"+hex(slot)), mode)
+	if err != nil {
+		return fail(err)
+	}
+	s.life = life
+	ino, err := fdIno(life.Fd())
+	if err != nil {
+		return fail(err)
+	}
+	s.mark = "f" + hex(int64(ino))
+	// Who owns the file, for sweep: a file stays after its process closed
+	// the engine (it is evidence that the holder is gone) until its
+	// process has exited.
+	life.Truncate(0)
+	life.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+Identity()), 0)
+	s.ticket, err = os.OpenFile(filepath.Join(s.dir, "ticket"), os.O_RDWR|os.O_CREATE, mode.Perm())
+	if err != nil {
+		return fail(err)
+	}
+	s.sweep()
+	return s, nil
+}
+
+// OpenLocksReadOnly opens the lock directory of the database at dbPath to
+// test locks, taking none: (nil, nil) when there is none.
+func OpenLocksReadOnly(dbPath string) (Locks, error) {
+	dir := LocksDir(dbPath)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &flockLocks{dir: dir, wants: map[int64]*os.File{}}, nil
+}
+
+// create makes (or opens) the file at p in a directory it creates if
+// needed, locks it exclusively and checks that p still names it (a tester
+// may have removed it between the open and the lock).
+func (s *flockLocks) create(p string, mode fs.FileMode) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		if err := os.MkdirAll(filepath.Dir(p), dirMode(mode)); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, mode.Perm())
+		if errors.Is(err, os.ErrNotExist) && attempt < 100 {
+			continue // the directory was removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = flock(f, unix.LOCK_EX)
+		if err == nil {
+			a, err1 := fdIno(f.Fd())
+			b, err2 := pathIno(p)
+			if err1 == nil && err2 == nil && a == b {
+				return f, nil
+			}
+		}
+		f.Close()
+		if attempt == 100 {
+			if err == nil {
+				err = errBusyFlock
+			}
+			return nil, err
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+var errBusyFlock = errors.New("lock file busy")
+
+// flock takes a lock without waiting; EINTR is retried.
+func flock(f *os.File, how int) error {
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// locked reports whether another open file holds an exclusive flock on
+// the file at p: (false, ErrNotExist) when there is none. With remove, a
+// file found unlocked is removed while it is locked (only for files that
+// are never created again under the same name).
+func locked(p string, remove bool) (bool, uint64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, 0, err
+	}
+	defer f.Close()
+	if err := flock(f, unix.LOCK_SH); errors.Is(err, unix.EWOULDBLOCK) {
+		return true, 0, nil
+	} else if err != nil {
+		return false, 0, err
+	}
+	ino, err := fdIno(f.Fd())
+	if remove && err == nil && flock(f, unix.LOCK_EX) == nil {
+		if cur, err := pathIno(p); err == nil && cur == ino {
+			os.Remove(p)
+		}
+	}
+	return false, ino, err
+}
+
+func (s *flockLocks) Slot() int64       { return s.slot }
+func (s *flockLocks) Mark() string      { return s.mark }
+func (s *flockLocks) WatchPath() string { return "" }
+
+// Probe tests the lifetime file of slot. A holder whose recorded file is
+// there and unlocked is gone (and its file is removed).
+func (s *flockLocks) Probe(slot int64, mark string) Proof {
+	if slot <= 0 || !strings.HasPrefix(mark, "f") {
+		return Unknown // not this tier's evidence
+	}
+	p := filepath.Join(s.dir, "h-"+hex(slot))
+	held, ino, err := locked(p, false)
+	switch {
+	case err != nil:
+		return Unknown
+	case held:
+		return Held
+	case "f"+hex(int64(ino)) == mark:
+		return Released
+	}
+	return Unknown
+}
+
+// sweep removes the lifetime files (and doorbell sockets, bell_path.go)
+// of processes that have exited. A file whose process still runs stays,
+// unlocked: it proves that a row the process left behind (its engine
+// closed) has no live holder.
+func (s *flockLocks) sweep() {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if !strings.HasPrefix(n, "h-") || n == "h-"+hex(s.slot) {
+			continue
+		}
+		p := filepath.Join(s.dir, n)
+		if held, _, err := locked(p, false); err != nil || held || !exited(p) {
+			continue
+		}
+		if held, _, err := locked(p, true); err == nil && !held {
+			os.Remove(filepath.Join(s.dir, "s-"+n[2:]))
+		}
+	}
+}
+
+func (s *flockLocks) wantDir(base int64) string { return filepath.Join(s.dir, "w-"+hex(base)) }
+
+func (s *flockLocks) SetWant(base int64, on bool) error {
+	if s.life == nil {
+		return ErrUnsupported
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.wants[base]
+	p := filepath.Join(s.wantDir(base), hex(s.slot))
+	if !on {
+		if f == nil {
+			return nil
+		}
+		delete(s.wants, base)
+		os.Remove(p) // first: a tester never finds it unlocked
+		return f.Close()
+	}
+	if f != nil {
+		return nil
+	}
+	mode := fs.FileMode(0o600)
+	if fi, err := s.life.Stat(); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	f, err := s.create(p, mode)
+	if err != nil {
+		return err
+	}
+	s.wants[base] = f
+	return nil
+}
+
+// Wants tests the want file of slot. One found unlocked whose process is
+// gone is removed.
+func (s *flockLocks) Wants(base, slot int64) (bool, error) {
+	held, _, err := locked(filepath.Join(s.wantDir(base), hex(slot)), false)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err == nil && !held {
+		s.dropStale(base, slot)
+	}
+	return held, err
+}
+
+// dropStale removes the unlocked want file of slot if its process is gone
+// (a live one may be about to lock a file of the same name again).
+func (s *flockLocks) dropStale(base, slot int64) {
+	alive, _, err := locked(filepath.Join(s.dir, "h-"+hex(slot)), false)
+	if err == nil && alive {
+		return
+	}
+	locked(filepath.Join(s.wantDir(base), hex(slot)), true)
+}
+
+func (s *flockLocks) AnyWants(base int64) (bool, error) {
+	n, err := s.CountWants(base, 1)
+	return n > 0, err
+}
+
+func (s *flockLocks) CountWants(base int64, limit int) (int, error) {
+	d, err := os.Open(s.wantDir(base))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if n >= limit {
+			break
+		}
+		if s.slot != 0 && name == hex(s.slot) {
+			continue // this process's own
+		}
+		held, _, err := locked(filepath.Join(s.wantDir(base), name), false)
+		switch {
+		case err == nil && held:
+			n++
+		case err == nil:
+			if slot, perr := parseHex(name); perr == nil {
+				s.dropStale(base, slot)
+			}
+		}
+	}
+	return n, nil
+}
+
+// NextTicket takes the next arrival number from the ticket file.
+func (s *flockLocks) NextTicket() int64 {
+	if s.ticket == nil {
+		return 0
+	}
+	// Non-blocking attempts for up to ~10 ms: a peer stopped (SIGSTOP)
+	// inside this few-microsecond section must not stall everyone.
+	for i := 0; flock(s.ticket, unix.LOCK_EX) != nil; i++ {
+		if i == 200 {
+			return 0
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	defer flock(s.ticket, unix.LOCK_UN)
+	var b [8]byte
+	if n, err := s.ticket.ReadAt(b[:], TicketOffset); err != nil && n != 8 {
+		b = [8]byte{}
+	}
+	t := int64(binary.LittleEndian.Uint64(b[:])) + 1
+	binary.LittleEndian.PutUint64(b[:], uint64(t))
+	if _, err := s.ticket.WriteAt(b[:], TicketOffset); err != nil {
+		return 0
+	}
+	return t
+}
+
+// Close drops every lock, removing this process's files first.
+func (s *flockLocks) Close() error {
+	s.mu.Lock()
+	for base, f := range s.wants {
+		os.Remove(filepath.Join(s.wantDir(base), hex(s.slot)))
+		f.Close()
+		os.Remove(s.wantDir(base)) // fails unless empty
+	}
+	s.wants = nil
+	s.mu.Unlock()
+	var err error
+	if s.life != nil {
+		err = s.life.Close() // the file stays: see sweep
+	}
+	if s.ticket != nil {
+		s.ticket.Close()
+	}
+	if s.tier != nil {
+		s.tier()
+	}
+	return err
+}
+
+// exited reports whether the process that wrote the lifetime file at p
+// ("pid identity") has exited: its pid is gone or its identity differs.
+func exited(p string) bool {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	pid, ident, ok := strings.Cut(string(b), " ")
+	n, err := strconv.ParseInt(pid, 10, 64)
+	if !ok || err != nil {
+		return false
+	}
+	parts := strings.Split(ident, "/")
+	if len(parts) != 3 || parts[0] != BootID() || parts[1] != PIDNamespace() {
+		return parts[0] != BootID() && len(parts) == 3 // another boot: gone
+	}
+	st := StartTime(n)
+	return st == "" || st != parts[2]
+}
+
+// Portable reports whether this build uses the portable tier's evidence
+// (flock on files of our own) rather than byte-range locks on the sidecar.
+const Portable = true

@@ -1,0 +1,228 @@
+package platform
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func newDB(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "x.db")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Two processes' evidence, played by two Locks of one process (OFD
+// locks, flock and LockFileEx all belong to the open file, so they see
+// each other as another process's would).
+func TestLocksEvidence(t *testing.T) {
+	db := newDB(t)
+	a, err := OpenLocks(db, 0o644, SlotFor("a"))
+	if err != nil || a == nil {
+		t.Fatalf("open a: %v %v", a, err)
+	}
+	b, err := OpenLocks(db, 0o644, SlotFor("b"))
+	if err != nil || b == nil {
+		t.Fatalf("open b: %v %v", b, err)
+	}
+	defer b.Close()
+	markA := a.Mark()
+	if got := b.Probe(a.Slot(), markA); got != Held {
+		t.Fatalf("probe of a live holder: %v", got)
+	}
+	if got := b.Probe(SlotFor("never"), markA); got == Held {
+		t.Fatal("a slot nobody holds is held")
+	}
+	const base = 1 << 47
+	if w, _ := b.AnyWants(base); w {
+		t.Fatal("wants before any")
+	}
+	if err := a.SetWant(base, true); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := b.Wants(base, a.Slot()); !w || err != nil {
+		t.Fatalf("a's want not seen: %v %v", w, err)
+	}
+	if w, _ := b.AnyWants(base); !w {
+		t.Fatal("AnyWants misses a's want")
+	}
+	if w, _ := a.AnyWants(base); w {
+		t.Fatal("AnyWants counts the caller's own want")
+	}
+	if n, _ := b.CountWants(base, 10); n != 1 {
+		t.Fatalf("CountWants %d, want 1", n)
+	}
+	if w, _ := b.AnyWants(base + 1<<WantBits); w {
+		t.Fatal("a want leaks into another lane's region")
+	}
+	if err := a.SetWant(base, false); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := b.Wants(base, a.Slot()); w {
+		t.Fatal("a's want still seen after it dropped it")
+	}
+	t1, t2 := a.NextTicket(), b.NextTicket()
+	if t1 <= 0 || t2 != t1+1 {
+		t.Fatalf("tickets %d then %d", t1, t2)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Probe(SlotFor("a"), markA); got != Released {
+		t.Fatalf("probe of a closed holder with its mark: %v, want Released", got)
+	}
+	if got := b.Probe(SlotFor("a"), "other-mark"); got != Unknown {
+		t.Fatalf("probe with another file's mark: %v, want Unknown", got)
+	}
+	r, err := OpenLocksReadOnly(db)
+	if err != nil || r == nil {
+		t.Fatalf("read-only: %v %v", r, err)
+	}
+	defer r.Close()
+	if got := r.Probe(b.Slot(), b.Mark()); got != Held {
+		t.Fatalf("read-only probe of a live holder: %v", got)
+	}
+}
+
+// A doorbell's datagrams reach the process they name, never block, and
+// fail at once for a process that is not there.
+func TestBell(t *testing.T) {
+	if PollWake {
+		if _, err := ListenBell("x", "a", FileID{}); !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("pollwake ListenBell: %v", err)
+		}
+		t.Skip("no transport in this build")
+	}
+	db := newDB(t)
+	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
+	if err != nil || locks == nil {
+		t.Fatal(err)
+	}
+	defer locks.Close()
+	fi, _ := Stat(db)
+	a, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ListenBell(db, "b", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Send("a", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<16)
+	n, err := a.Recv(buf)
+	if err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("received %q, %v", buf[:n], err)
+	}
+	if err := b.Send("nobody", []byte("x")); err == nil {
+		t.Fatal("a datagram to nobody was delivered")
+	}
+	if err := b.Send("a", make([]byte, a.MaxDatagram()+1)); err == nil {
+		t.Fatal("an oversized datagram was sent")
+	}
+}
+
+// WatchExit reports a process's exit, and an already gone one at once.
+func TestWatchExit(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("uses sleep(1)")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	exited := make(chan struct{})
+	stop, err := WatchExit(int64(cmd.Process.Pid), func() { close(exited) })
+	if errors.Is(err, ErrUnsupported) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Skip("no exit watch here")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	select {
+	case <-exited:
+		t.Fatal("reported before the exit")
+	default:
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("exit never reported")
+	}
+	gone := make(chan struct{})
+	stop2, err := WatchExit(int64(cmd.Process.Pid), func() { close(gone) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop2()
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a gone process's exit never reported")
+	}
+}
+
+// This process's identity is what a peer would read for its pid.
+func TestIdentity(t *testing.T) {
+	id := Identity()
+	if st := StartTime(int64(os.Getpid())); st == "" || id != BootID()+"/"+PIDNamespace()+"/"+st {
+		t.Fatalf("identity %q, start time %q", id, st)
+	}
+	if !Exists(int64(os.Getpid())) {
+		t.Fatal("this process does not exist")
+	}
+	if s := SlotFor("x"); s < 1<<20 || s >= 1<<46 {
+		t.Fatalf("slot %d out of range", s)
+	}
+}
+
+// A database path too long for sun_path (104 bytes on macOS and the
+// BSDs) still gets a doorbell, in a directory of this user's own.
+func TestBellLongPath(t *testing.T) {
+	if PollWake || !Portable {
+		t.Skip("the portable tier's path-bound sockets only")
+	}
+	dir := filepath.Join(t.TempDir(), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "x.db")
+	os.WriteFile(db, nil, 0o644)
+	if len(db+"-cleolease.d") < 104 {
+		t.Fatalf("path %d bytes: not long enough", len(db))
+	}
+	fi, _ := Stat(db)
+	a, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ListenBell(db, "b", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Send("a", []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := a.Recv(buf); err != nil || string(buf[:n]) != "hi" {
+		t.Fatalf("received %q, %v", buf[:n], err)
+	}
+}

@@ -1,0 +1,74 @@
+//go:build windows
+
+package platform
+
+import (
+	"errors"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/windows"
+)
+
+// Windows: LockFileEx byte-range locks on the sidecar. They belong to the
+// handle, the OS drops them when the process dies — after a delay that
+// "depends on available system resources" (LockFileEx documentation), so
+// a probe may see a dead holder alive for a while: slower, never unsafe —
+// and they are mandatory, so the locked bytes (all beyond the 24 bytes of
+// data) are never read.
+
+func overlapped(start int64) *windows.Overlapped {
+	return &windows.Overlapped{Offset: uint32(start), OffsetHigh: uint32(start >> 32)}
+}
+
+// lockRange takes an exclusive (write) or shared lock on the n bytes from
+// start without waiting: errBusy when another handle holds a conflicting
+// one.
+func lockRange(f *os.File, start, n int64, write bool) error {
+	flags := uint32(windows.LOCKFILE_FAIL_IMMEDIATELY)
+	if write {
+		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
+	}
+	err := windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, uint32(n), uint32(n>>32), overlapped(start))
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) || errors.Is(err, windows.ERROR_IO_PENDING) {
+		return errBusy
+	}
+	return err
+}
+
+// unlockRange drops this handle's lock on the n bytes from start.
+func unlockRange(f *os.File, start, n int64) error {
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, uint32(n), uint32(n>>32), overlapped(start))
+}
+
+// testRange reports whether another handle holds a lock on the n bytes
+// from start that conflicts with an exclusive (write) or shared lock:
+// Windows has no test, so the lock is taken and dropped.
+func testRange(f *os.File, start, n int64, write bool) (bool, error) {
+	err := lockRange(f, start, n, write)
+	if err == errBusy {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	unlockRange(f, start, n)
+	return false, nil
+}
+
+// fileMark returns the sidecar's file index, and whether path still names
+// the open file f.
+func fileMark(f *os.File, path string) (string, bool) {
+	a, err := handleID(windows.Handle(f.Fd()))
+	if err != nil {
+		return "", false
+	}
+	b, err := Stat(path)
+	return strconv.FormatUint(a.Ino, 10), err == nil && a == b.ID
+}
+
+// tierCheck: Windows has one tier.
+func tierCheck(f *os.File) error { return nil }
+
+// removable: an open file cannot be removed on Windows; the sidecar stays.
+func removable(f *os.File, slot int64) bool { return false }

@@ -1,0 +1,157 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// AcquireOptions are the per-call settings of Acquire.
+type AcquireOptions struct {
+	// Priority orders the cross-process queue: lower is served first.
+	Priority int
+	// Wait bounds the wait for a grant; at the bound Acquire degrades
+	// (Require false) or fails with ErrUnavailable (Require true). A
+	// context deadline or cancellation is never turned into either.
+	Wait time.Duration
+	// Require selects failing over degrading at the wait bound.
+	Require bool
+}
+
+// Acquire waits for the writer lease of (scope, lane) and returns a Hold.
+//
+// If ctx carries a live Hold on the same lane (WithHold), the result
+// re-enters it at once. Otherwise the caller queues behind earlier writers
+// of this process, then — unless this process still holds the row — behind
+// earlier waiters of other processes. Errors: ctx.Err() wrapped in *Error
+// when the context ends first (no queue row is left behind and no grant is
+// made); *Error wrapping ErrUnavailable at the wait bound when
+// opts.Require; ErrFileChanged when the file was replaced; ErrUntrusted
+// for tables it cannot trust. At the wait bound without Require the result
+// is a degraded Hold (Degraded() true, Epoch 0), logged and counted.
+func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
+	if root := HoldFrom(ctx, e, scope, lane); root != nil {
+		root.l.mu.Lock()
+		root.l.depth++
+		root.l.mu.Unlock()
+		return &Hold{l: root.l, g: root.g, root: root}, nil
+	}
+	if err := e.checkFile(false); err != nil {
+		return nil, err
+	}
+	l := e.lane(scope, lane)
+	start := time.Now()
+	var bound <-chan time.Time
+	if opts.Wait >= 0 {
+		t := time.NewTimer(opts.Wait)
+		defer t.Stop()
+		bound = t.C
+	}
+	if err := l.enter(ctx, bound); err != nil {
+		if err == errWaitBound {
+			return l.unavailable(ctx, opts, false)
+		}
+		return nil, l.ctxErr(err)
+	}
+	g, claimed, err := l.ensureRow(ctx, bound, opts)
+	if err != nil {
+		if err == errWaitBound {
+			return l.unavailable(ctx, opts, true)
+		}
+		l.leave()
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, l.ctxErr(err)
+		}
+		return nil, err
+	}
+	l.mu.Lock()
+	l.depth = 1
+	l.mu.Unlock()
+	e.stats.Grants.Add(1)
+	e.stats.observeWait(time.Since(start))
+	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed}, nil
+}
+
+func (l *laneState) ctxErr(err error) error {
+	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
+}
+
+func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool) (*Hold, error) {
+	l.mu.Lock()
+	who := l.lastWaitInfo
+	l.mu.Unlock()
+	if opts.Require {
+		if gateHeld {
+			l.leave()
+		}
+		l.e.stats.Unavailable.Add(1)
+		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable,
+			fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait))
+		err.Holder = who
+		return nil, err
+	}
+	l.e.stats.Degraded.Add(1)
+	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
+		"scope", l.scope, "lane", l.lane, "waited", opts.Wait, "holder", who)
+	return &Hold{l: l, gateHeld: gateHeld}, nil
+}
+
+// ensureRow makes this process the holder of the lane's row; the caller
+// owns the gate.
+func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, claimed bool, err error) {
+	if g := l.currentRow(); g != nil {
+		if !g.lost.Load() {
+			l.e.stats.FastGrants.Add(1)
+			return g, false, nil
+		}
+		l.setRow(nil)
+	}
+	if l.e.opts.MemoryOnly {
+		l.memEpoch++
+		g := &grant{epoch: l.memEpoch, at: time.Now()}
+		l.setRow(g)
+		return g, false, nil
+	}
+	if err := l.e.CheckFile(); err != nil {
+		return nil, false, err
+	}
+	g, err = l.claim(ctx, bound, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	l.setRow(g)
+	l.e.logf(slog.LevelDebug, "cleolease: lease acquired", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
+	return g, true, nil
+}
+
+// release ends a first-acquisition Hold.
+func (l *laneState) release(h *Hold) {
+	l.mu.Lock()
+	l.depth = 0
+	l.mu.Unlock()
+	if !h.gateHeld {
+		return
+	}
+	g := h.g
+	if g != nil && !g.lost.Load() && l.currentRow() == g && !l.e.opts.MemoryOnly {
+		local := l.hasWaiters()
+		switch {
+		case l.othersWaiting(context.Background()) && (!local || !l.inSlice(g)):
+			l.handOff(g, "handed off")
+		case !local && l.e.opts.Linger <= 0:
+			l.handOff(g, "released")
+		}
+		// Otherwise the row stays: for this process's next queued writer
+		// (within its slice), or lingering while nobody waits.
+	}
+	l.leave()
+}
+
+// inSlice reports whether this process may keep the lane for more of its
+// own queued work although another process waits: for at most Slice after
+// it got the row (0: never, strict FIFO).
+func (l *laneState) inSlice(g *grant) bool {
+	return l.e.opts.Slice > 0 && time.Since(g.at) < l.e.opts.Slice
+}

@@ -1,0 +1,321 @@
+package lease
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cleocode/cleolease/internal/platform"
+)
+
+// doorbell wakes this process's waiters and linger watcher when something
+// happened that may let them proceed, without a fixed sleep, and wakes
+// only the process concerned:
+//
+//   - Each engine receives datagrams on its platform.Bell (on Linux an
+//     abstract Unix datagram socket named after its holder id and the
+//     file's device and inode; in the portable tier a socket bound to a
+//     path). A waiter sends "waiting" (its registration) to the holder it
+//     finds; a holder that hands a lane over sends "granted" to the new
+//     holder, with the registrations it did not serve. A plain "granted"
+//     (no payload) tells a waiter to look again: the process it
+//     registered with does not hold the lane. One datagram, one woken
+//     process; sends never block.
+//   - A platform.FileWatch (inotify, on Linux) reports every close of the
+//     sidecar — how a crashed process's exit shows up — and a rename,
+//     unlink or link-count change of the database file (so the identity
+//     check needs a stat only then). Where there is none, a waiter
+//     registered with a holder watches that holder's exit
+//     (platform.WatchExit: pidfd, kqueue, a process handle).
+//
+// Waiters still look after a bounded fallback period (FallbackPoll, or
+// RegisteredPoll while the holder has their registration) for what the
+// kernel cannot report: another implementation's holders, processes in
+// another network namespace, network file systems, a Break. Without a
+// transport (the build tag cleolease_pollwake, Windows) they poll with a
+// capped back-off (pollWakeMin to FallbackPoll).
+type doorbell struct {
+	bell  platform.Bell      // nil: no transport
+	watch platform.FileWatch // nil: no file watch
+
+	mu sync.Mutex
+	ch chan struct{}
+	wg sync.WaitGroup
+
+	granted atomic.Int64 // "granted" datagrams received (grants and requests to look)
+	exits   atomic.Int64 // exits reported by WatchExit
+
+	// onWait receives the registrations of waiters (set by the engine);
+	// withGrant when they came with a grant to this process.
+	onWait func(r registration, withGrant bool)
+	// onGrant learns that (scope, lane) was granted to this process
+	// (before the registrations that came with the grant).
+	onGrant func(scope, lane string)
+	// onLook learns that a waiter of (scope, lane) should look again.
+	onLook func(scope, lane string)
+}
+
+// registration is what a waiter sends the holder of its lane instead of
+// writing its own queue row (which would compete with the holder for
+// SQLite's write lock): the holder orders it with the queue rows in the
+// transaction that hands the lane over, and passes the registrations it
+// did not serve on to the new holder, so the waiter's place in line
+// (Arrival) is respected without the waiter touching the table.
+type registration struct {
+	Scope, Lane, ID, Start       string
+	PID, Slot, Priority, Arrival int64
+	TTL                          int64
+	Enqueued                     int64 // when the waiter arrived, ms since the Unix epoch (aging)
+	Forwarded                    bool  `json:",omitempty"` // passed on once by a process that had handed the lane on
+}
+
+// newDoorbell listens for this engine's datagrams and watches the files,
+// where the platform allows; with no liveness locks (locks nil) it does
+// neither, and waiters poll.
+func newDoorbell(locks platform.Locks, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string)) *doorbell {
+	b := &doorbell{ch: make(chan struct{}), onWait: onWait, onGrant: onGrant, onLook: onLook}
+	if locks == nil {
+		return b
+	}
+	if bell, err := platform.ListenBell(dbPath, holderID, file); err == nil {
+		b.bell = bell
+		b.wg.Add(1)
+		go b.recv()
+	}
+	if p := locks.WatchPath(); p != "" {
+		if w, err := platform.WatchFiles(p, dbPath, b.wake); err == nil {
+			b.watch = w
+		}
+	}
+	return b
+}
+
+// recv dispatches the datagrams the bell receives (the platform has
+// dropped truncated ones and, where the kernel tells, other users').
+func (b *doorbell) recv() {
+	defer b.wg.Done()
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := b.bell.Recv(buf)
+		if err != nil {
+			return
+		}
+		b.dispatch(buf[:n])
+	}
+}
+
+// dispatch acts on one datagram. The registrations it carries are
+// recorded before a grant is counted, so the new holder knows who waits
+// when it looks.
+func (b *doorbell) dispatch(msg []byte) {
+	n := len(msg)
+	if n == 0 {
+		return
+	}
+	var regs []registration
+	granted := msg[0] == 'G'
+	switch {
+	case msg[0] == 'l':
+		scope, lane, err := decodeLook(msg)
+		if err != nil {
+			return
+		}
+		if b.onLook != nil {
+			b.onLook(scope, lane)
+		}
+		granted = false
+	case msg[0] == 'g' || msg[0] == 'w':
+		grant, scope, lane, rs, err := decodeWire(msg)
+		if err != nil {
+			return
+		}
+		if grant && b.onGrant != nil {
+			b.onGrant(scope, lane)
+		}
+		regs, granted = rs, grant
+	case msg[0] != 'G' && msg[0] != 'W':
+		return
+	// JSON bodies: what the first versions sent.
+	case n > 1 && msg[0] == 'G' && msg[1] == '{':
+		var g grantMsg
+		if json.Unmarshal(msg[1:], &g) == nil {
+			if b.onGrant != nil {
+				b.onGrant(g.Scope, g.Lane)
+			}
+			regs = g.Regs
+		}
+	case n > 1 && msg[1] == '[':
+		json.Unmarshal(msg[1:], &regs)
+	case n > 1:
+		var r registration
+		if json.Unmarshal(msg[1:], &r) == nil {
+			regs = append(regs, r)
+		}
+	}
+	for _, r := range regs {
+		if r.ID != "" && b.onWait != nil {
+			b.onWait(r, granted)
+		}
+	}
+	if granted {
+		b.granted.Add(1)
+	}
+	b.wake()
+}
+
+// wait returns a channel closed at the next ring after this call.
+func (b *doorbell) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ch
+}
+
+func (b *doorbell) wake() {
+	b.mu.Lock()
+	close(b.ch)
+	b.ch = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// grantMsg is what a "granted" datagram carries: the lane, and the
+// registrations of its other waiters.
+type grantMsg struct {
+	Scope, Lane string
+	Regs        []registration `json:",omitempty"`
+}
+
+// maxDatagram is the largest datagram the transport carries.
+func (b *doorbell) maxDatagram() int {
+	if b.bell == nil {
+		return 0
+	}
+	return min(b.bell.MaxDatagram(), maxWireDatagram)
+}
+
+// ringGrant tells holder id's engine that (scope, lane) was handed to it,
+// and passes it regs, the registrations of the lane's other waiters. A
+// datagram carries what fits in maxDatagram bytes: the grant carries the
+// first ones, and the rest follow as "waiting" datagrams, which the new
+// holder keeps because it now knows the grant. A lane whose names do not
+// fit travels as a plain request to look, and a registration that does not
+// fit is not passed on (its waiter, not served, looks by itself and writes
+// its own queue row).
+func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
+	limit := b.maxDatagram()
+	if limit == 0 {
+		return
+	}
+	if len(scope) > maxWireString || len(lane) > maxWireString || len(encodeGrant(scope, lane, nil)) > limit {
+		b.send(id, []byte{'G'}) // the grantee finds its grant in the table
+		return
+	}
+	regs = slices.DeleteFunc(slices.Clone(regs), func(r registration) bool { return !encodable(r) })
+	parts := chunks(scope, lane, regs, limit)
+	var first []registration
+	if len(parts) > 0 {
+		first, parts = parts[0], parts[1:]
+	}
+	msg := encodeGrant(scope, lane, first)
+	// The grant is committed: its holder must learn of it (a claim that
+	// gave up adopts a late grant only when this datagram arrives). A
+	// full receive queue is retried briefly.
+	for i := 0; errors.Is(b.sendErr(id, msg), platform.ErrFull) && i < 20; i++ {
+		time.Sleep(100 * time.Microsecond)
+	}
+	for _, p := range parts {
+		b.send(id, encodeWaiting(p))
+	}
+}
+
+// ringLook tells waiter id's engine that its waiter of (scope, lane)
+// should look at the lane again (the process it registered with does not
+// hold it).
+func (b *doorbell) ringLook(id, scope, lane string) {
+	msg := encodeLook(scope, lane)
+	if len(scope) > maxWireString || len(lane) > maxWireString || len(msg) > b.maxDatagram() {
+		b.send(id, []byte{'G'}) // a plain ring: every waiter looks
+		return
+	}
+	b.send(id, msg)
+}
+
+// ringWaiting tells holder id's engine that the waiter reg waits. It
+// reports whether the registration reached that engine's socket.
+func (b *doorbell) ringWaiting(id string, reg registration) bool {
+	if !encodable(reg) {
+		return false
+	}
+	msg := encodeWaiting([]registration{reg})
+	return len(msg) <= b.maxDatagram() && b.send(id, msg)
+}
+
+// send delivers msg to holder id's engine and reports whether it reached
+// its socket. It never blocks. Best effort: a process not reached finds
+// out by its fallback poll.
+func (b *doorbell) send(id string, msg []byte) bool { return b.sendErr(id, msg) == nil }
+
+// sendErr is send returning the error (platform.ErrFull for a full queue).
+func (b *doorbell) sendErr(id string, msg []byte) error {
+	if b.bell == nil || id == "" {
+		return errNoDoorbell
+	}
+	return b.bell.Send(id, msg)
+}
+
+var errNoDoorbell = errors.New("no doorbell")
+
+// watched reports whether targeted rings reach this process.
+func (b *doorbell) watched() bool { return b.bell != nil }
+
+// exitsWatched reports whether the file watch reports other processes'
+// exits (closes of the sidecar) to this process.
+func (b *doorbell) exitsWatched() bool { return b.watch != nil }
+
+// closes counts the exits reported so far: closes of the sidecar, and
+// exits of watched holders.
+func (b *doorbell) closes() int64 {
+	n := b.exits.Load()
+	if b.watch != nil {
+		n += b.watch.Closes()
+	}
+	return n
+}
+
+// watchExit rings when process pid exits, until stop is called; nil when
+// the platform cannot tell, or the file watch already reports exits.
+func (b *doorbell) watchExit(pid int64) (stop func()) {
+	if b.watch != nil || pid <= 0 {
+		return nil
+	}
+	stop, err := platform.WatchExit(pid, func() {
+		b.exits.Add(1)
+		b.wake()
+	})
+	if err != nil {
+		return nil
+	}
+	return stop
+}
+
+// dbWatched reports whether the file watch reports changes of the
+// database file, and dbChanged whether it reported one since clearDB.
+func (b *doorbell) dbWatched() bool { return b.watch != nil && b.watch.DBWatched() }
+func (b *doorbell) dbChanged() bool { return b.watch != nil && b.watch.DBChanged() }
+func (b *doorbell) clearDB() {
+	if b.watch != nil {
+		b.watch.ClearDB()
+	}
+}
+
+func (b *doorbell) close() {
+	if b.bell != nil {
+		b.bell.Close()
+	}
+	if b.watch != nil {
+		b.watch.Close()
+	}
+	b.wg.Wait()
+}

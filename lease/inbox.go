@@ -1,0 +1,195 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+)
+
+// registered records a waiter's registration (see registration) while
+// this process holds the lane or is being granted it, or when it came
+// with a grant to this process (withGrant); otherwise it passes it on to
+// the process it handed the lane to (once), or tells the waiter to look
+// again. A registration that this implementation would not send (no
+// liveness slot matching its id, no start identity) is dropped, and one
+// for a lane this process never used creates no state (the doorbell only
+// listens to processes of this user, but a datagram is never trusted to
+// size this process's memory).
+func (e *Engine) registered(r registration, withGrant bool) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if r.ID == e.holderID || r.Slot <= 0 || r.Slot != slotFor(r.ID) || r.Start == "" {
+		return // not a registration this implementation sends
+	}
+	l := e.knownLane(r.Scope, r.Lane)
+	if closed || l == nil {
+		// This process is going, or never used the lane (so it cannot
+		// hold it): the waiter looks elsewhere.
+		e.bell.ringLook(r.ID, r.Scope, r.Lane)
+		return
+	}
+	l.mu.Lock()
+	if l.row == nil && !l.incoming && !withGrant {
+		// This process does not hold the lane: if it just handed it on,
+		// the registration follows the lane once; otherwise the waiter
+		// is told to look, and registers with the holder it finds.
+		to := l.passedTo
+		l.mu.Unlock()
+		if to != "" && !r.Forwarded {
+			r.Forwarded = true
+			if e.bell.ringWaiting(to, r) {
+				return
+			}
+		}
+		e.bell.ringLook(r.ID, r.Scope, r.Lane)
+		return
+	}
+	if l.pending == nil {
+		l.pending = map[string]registration{}
+	}
+	// A forwarded registration may arrive after a newer one of the same
+	// waiter (arrival tickets only grow): keep the newer.
+	if old, ok := l.pending[r.ID]; !ok || old.Arrival <= r.Arrival {
+		l.pending[r.ID] = r
+	}
+	l.mu.Unlock()
+}
+
+// grantArrived records that a grant of (scope, lane) to this process is
+// on its way to the claim waiting for it (see registered).
+func (e *Engine) grantArrived(scope, lane string) {
+	l := e.knownLane(scope, lane)
+	if l == nil {
+		return // never claimed here
+	}
+	l.mu.Lock()
+	if l.claiming {
+		l.incoming = true
+		l.mu.Unlock()
+		return
+	}
+	orphan := l.row == nil && !l.closing
+	l.mu.Unlock()
+	if !orphan {
+		return
+	}
+	// A grant to a claim that has ended (its caller gave up): make sure
+	// the lane does not stay with this process unknown to it.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.wg.Add(1)
+		go l.adoptOrphan()
+	}
+}
+
+// adoptOrphan takes over a lane that the database says this process holds
+// while no claim waits for it (granted just after its waiter gave up), and
+// lets the linger watcher pass it on or release it.
+func (l *laneState) adoptOrphan() {
+	defer l.e.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var r *row
+	err := l.e.retryBusy(ctx, func() (err error) {
+		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+		return err
+	})
+	if err != nil || r == nil || r.h.ID != l.e.holderID {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.row != nil || l.claiming || l.closing {
+		return // a claim in progress finds the row itself
+	}
+	l.row = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
+	l.idleSince = time.Now()
+	if !l.busy {
+		l.startWatcherLocked()
+	}
+	l.e.logf(slog.LevelInfo, "cleolease: adopted a lane granted after its waiter gave up; passing it on",
+		"scope", l.scope, "lane", l.lane, "epoch", r.epoch)
+}
+
+// lookArrived records a request to look at (scope, lane) again, sent by a
+// process that had this process's registration but does not hold the
+// lane, and wakes the waiters.
+func (e *Engine) lookArrived(scope, lane string) {
+	if l := e.knownLane(scope, lane); l != nil {
+		l.looks.Add(1)
+	}
+}
+
+// takePending removes and returns the registrations this process holds.
+func (l *laneState) takePending() []registration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	regs := make([]registration, 0, len(l.pending))
+	for _, r := range l.pending {
+		regs = append(regs, r)
+	}
+	l.pending = nil
+	return regs
+}
+
+// restorePending puts regs back among the registrations this process
+// holds, unless a newer registration of the same waiter arrived.
+func (l *laneState) restorePending(regs []registration) {
+	if len(regs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending == nil {
+		l.pending = map[string]registration{}
+	}
+	for _, r := range regs {
+		if _, ok := l.pending[r.ID]; !ok {
+			l.pending[r.ID] = r
+		}
+	}
+}
+
+// flushPending writes the queue rows of live waiters that registered with
+// this process and have none yet; the caller is inside BEGIN IMMEDIATE.
+func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
+	regs := l.takePending()
+	now := l.e.nowMS()
+	for _, r := range regs {
+		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
+		if !l.stillWaiting(h, false) || !l.e.probe(h).alive {
+			continue
+		}
+		if err := enqueue(ctx, c, l.scope, l.lane, r, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forwardPending passes the registrations this process holds (those its
+// hand-off did not serve, and those that arrived meanwhile) on to the new
+// holder to, which orders them at its own hand-off; otherwise they would
+// wait for this process's next one. When the lane was released instead
+// (to is ""), their waiters are told to look: the lane is free to claim.
+func (l *laneState) forwardPending(to string) {
+	l.mu.Lock()
+	regs := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, r := range regs {
+		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
+		switch {
+		case r.ID == to || !l.stillWaiting(h, false) || !l.e.probe(h).alive:
+			// Served, gave up, or gone.
+		case to == "":
+			l.e.bell.ringLook(r.ID, r.Scope, r.Lane)
+		default:
+			r.Forwarded = true
+			l.e.bell.ringWaiting(to, r)
+		}
+	}
+}

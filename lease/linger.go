@@ -1,0 +1,94 @@
+package lease
+
+import (
+	"context"
+	"time"
+)
+
+// watch runs while this process holds the row: whenever no hold is active
+// it hands the row over as soon as another process waits (woken by the
+// doorbell, or by the gate freeing) and releases it after Linger idle. It
+// ends when the row is gone.
+func (l *laneState) watch() {
+	defer l.e.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		bell := l.e.bell.wait()
+		if l.tryEnter() {
+			l.mu.Lock()
+			g, idle, closing := l.row, time.Since(l.idleSince), l.closing
+			l.mu.Unlock()
+			if g != nil && !closing {
+				if g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background()) {
+					if !g.lost.Load() {
+						l.handOff(g, "released after linger")
+					}
+				}
+			}
+			l.mu.Lock()
+			done := l.row == nil || l.closing
+			if done {
+				l.watching = false
+			}
+			l.busy = false
+			if l.waiters.Len() > 0 {
+				l.busy = true
+				l.leaveLocked()
+			}
+			l.mu.Unlock()
+			if done {
+				return
+			}
+			wait := l.e.opts.Linger - idle
+			if wait > FallbackPoll || wait < 0 {
+				wait = FallbackPoll
+			}
+			t.Reset(wait)
+		} else {
+			l.mu.Lock()
+			done := l.row == nil || l.closing
+			if done {
+				l.watching = false
+			}
+			l.mu.Unlock()
+			if done {
+				return
+			}
+			t.Reset(FallbackPoll)
+		}
+		select {
+		case <-bell:
+		case <-l.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// shutdown is the lane's part of Engine.Close.
+func (l *laneState) shutdown() {
+	l.mu.Lock()
+	l.closing = true
+	g := l.row
+	l.mu.Unlock()
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	if l.e.opts.MemoryOnly {
+		return
+	}
+	if g != nil && !g.lost.Load() {
+		l.handOff(g, "released at close")
+	}
+	l.mu.Lock()
+	claiming := l.claiming
+	l.mu.Unlock()
+	if claiming {
+		// A claim still waits (its caller's Acquire): its own exit leaves
+		// the queue and releases its want byte; touching them here would
+		// race with it.
+		return
+	}
+	l.leaveQueue(context.Background())
+}

@@ -1,0 +1,67 @@
+package lease
+
+import (
+	"context"
+	"database/sql/driver"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// withStmtCache asks go-sqlite3 to keep the engine's few statements
+// prepared (_stmt_cache_size), unless the DSN already sets a size.
+func withStmtCache(dsn string) string {
+	if strings.Contains(dsn, "_stmt_cache_size=") {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&_stmt_cache_size=32"
+	}
+	return dsn + "?_stmt_cache_size=32"
+}
+
+// leaseConnector opens the engine's private connection on the raw
+// go-sqlite3 driver (never through cleolease) with busy_timeout 0.
+type leaseConnector struct {
+	dsn      string
+	drv      *sqlite3.SQLiteDriver // nil: a plain go-sqlite3 driver
+	readOnly bool                  // keep the DSN's busy timeout; for inspection only
+}
+
+func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Driver().Open(c.dsn)
+	// A fresh file being switched to WAL by several processes at once can
+	// fail the open with SQLITE_BUSY, outside SQLite's busy handler.
+	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		conn, err = c.Driver().Open(c.dsn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sc := conn.(*sqlite3.SQLiteConn)
+	if c.readOnly {
+		return sc, nil
+	}
+	if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
+		sc.Close()
+		return nil, err
+	}
+	return sc, nil
+}
+
+// Driver is the connector's base driver: the one the engine was opened
+// with (Options.Driver), so that its ConnectHook runs here too.
+func (c *leaseConnector) Driver() driver.Driver {
+	if c.drv != nil {
+		return c.drv
+	}
+	return &sqlite3.SQLiteDriver{}
+}
