@@ -117,6 +117,22 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 	return k, nil
 }
 
+// hasOtherDatabases reports whether the connection has TEMP objects or an
+// attached database (a read: it changes nothing, changes() included).
+func hasOtherDatabases(sc *sqlite3.SQLiteConn) bool {
+	rows, err := sc.Query(`SELECT EXISTS (SELECT 1 FROM temp.sqlite_master) OR EXISTS (SELECT 1 FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))`, nil)
+	if err != nil {
+		return true
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if rows.Next(v) != nil {
+		return true
+	}
+	n, _ := v[0].(int64)
+	return n != 0
+}
+
 // prepareTimePragma reports a statement text starting with PRAGMA or
 // EXPLAIN (EXPLAIN PRAGMA runs the pragma's code generation too).
 func prepareTimePragma(text string) bool {
@@ -128,7 +144,14 @@ func prepareTimePragma(text string) bool {
 // stmt opens a write transaction on the main database (an OP_Transaction
 // on database 0 with a non-zero P2; sqlite.org/opcode.html#Transaction).
 // When EXPLAIN cannot tell (it fails), the answer is yes.
+//
+// EXPLAIN of a write sets the connection's changes() to 0 when it ends, so
+// it runs only on a connection that has something else to write: TEMP
+// objects or an attached database.
 func writesMain(sc *sqlite3.SQLiteConn, stmt string) bool {
+	if !hasOtherDatabases(sc) {
+		return true
+	}
 	rows, err := sc.Query("EXPLAIN "+stmt, nil)
 	if err != nil {
 		return true

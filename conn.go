@@ -270,6 +270,9 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	s := st.(*sqlite3.SQLiteStmt)
 	// go-sqlite3 runs only the first statement of a prepared string.
 	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
+	if k.write && k.fenceable && lc.c.leased() && !writesMain(lc.SQLiteConn, query[:len(query)-len(stmtTail(s))]) {
+		k.write = false // TEMP or an attached database only (see classifySQL)
+	}
 	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
 }
 

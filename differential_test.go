@@ -467,6 +467,18 @@ func TestDifferentialCases(t *testing.T) {
 			seq("deadline-query", "INSERT INTO t(b) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c LIMIT 1000000000 RETURNING b"),
 			seq("query", "SELECT count(*) FROM t"),
 		},
+		"RETURNING through Exec reports the previous statement's changes (go-sqlite3 steps it once)": {
+			seq("exec", "INSERT INTO t(a) VALUES (1), (2)"), seq("exec", "UPDATE t SET a = a + 10 RETURNING a"),
+			seq("exec", "DELETE FROM t WHERE a = 99"), seq("exec", "UPDATE t SET a = a + 10 RETURNING a"),
+			seq("prepare-exec", "UPDATE t SET a = a + ? RETURNING a", 1), seq("query", "SELECT changes(), total_changes()"),
+		},
+		"TEMP and attached databases": {
+			seq("exec", "CREATE TEMP TABLE tt(x)"), seq("exec", "INSERT INTO tt VALUES (1)"),
+			seq("prepare-exec", "INSERT INTO tt VALUES (?)", 2), seq("query", "INSERT INTO tt VALUES (3) RETURNING x"),
+			seq("exec", "ATTACH ':memory:' AS m"), seq("exec", "CREATE TABLE m.mm(x)"), seq("exec", "INSERT INTO m.mm VALUES (1)"),
+			seq("exec", "INSERT INTO t(a) SELECT x FROM tt"), seq("query", "SELECT x FROM tt ORDER BY x"),
+			seq("query", "SELECT changes(), total_changes()"),
+		},
 		"pragmas": {
 			seq("query", "PRAGMA user_version"), seq("exec", "PRAGMA user_version = 7"),
 			seq("queryrow", "PRAGMA user_version"), seq("query", "PRAGMA foreign_keys"),
@@ -576,7 +588,7 @@ func decodeOps(data []byte) []dop {
 		data = data[1:]
 		return int(b)
 	}
-	inTx, inConn := false, false
+	inTx, inConn, temp := false, false, false
 	for len(data) > 0 && len(ops) < 16 {
 		via := fuzzVias[next()%len(fuzzVias)]
 		query := fuzzStatements[next()%len(fuzzStatements)]
@@ -606,8 +618,18 @@ func decodeOps(data []byte) []dop {
 			// hand-written transaction (a listed difference).
 			skip = true
 		}
+		if temp && strings.Contains(query, "RETURNING") && (via == "exec" || via == "prepare-exec") {
+			// On a connection with TEMP objects the first run of a write
+			// is preceded by an EXPLAIN, which zeroes changes(); Exec of a
+			// RETURNING statement reports changes() before the statement
+			// completes (a listed difference).
+			skip = true
+		}
 		if skip {
 			continue
+		}
+		if strings.Contains(query, "TEMP") {
+			temp = true
 		}
 		switch via {
 		case "begin":
