@@ -32,24 +32,6 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("cleolease: Config.%s has bad value %q: %s", e.Field, e.Value, e.Reason)
 }
 
-// configFields maps each DSN parameter cleolease owns to the Config field
-// holding it, for errors that name what the caller set.
-var configFields = map[string]string{
-	"_lease_lane":            "Lane",
-	"_lease_linger":          "Linger",
-	"_lease_mode":            "Mode",
-	"_lease_network_fs":      "NetworkFS",
-	"_lease_priority":        "Priority",
-	"_lease_scope":           "Scope",
-	"_lease_slice":           "Slice",
-	"_lease_steal_after_ttl": "StealAfterTTL",
-	"_lease_ttl":             "TTL",
-	"_lease_wait":            "Wait",
-	"_migrations":            "Migrations",
-	"_migrations_no_tx_wrap": "MigrationsNoTxWrap",
-	"_migrations_table":      "MigrationsTable",
-}
-
 // applyDefaults gives every zero field of a Config that did not come from
 // NewConfig or ParseDSN (a literal) its default, and marks c explicit, so
 // that applying it again changes nothing. A Config from NewConfig or

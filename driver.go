@@ -1,29 +1,3 @@
-// Package cleolease is a database/sql driver for SQLite files shared by
-// several processes. It wraps github.com/mattn/go-sqlite3 (through
-// github.com/ngrok/sqlmw) and gives every write a cross-process writer
-// lease per (scope, lane), taken transparently in BeginTx, Exec and every
-// other write path:
-//
-//   - writers are served in order, across processes and goroutines, with no
-//     SQLITE_BUSY ("database is locked") errors and bounded waits that
-//     honour context deadlines;
-//   - a leased transaction starts with BEGIN IMMEDIATE and checks, inside
-//     the transaction and just before COMMIT, that its (holder, epoch) is
-//     still the active one (fencing), so a holder that lost its lease cannot
-//     commit;
-//   - a crashed holder is recognised at once (a lock it keeps on a sidecar
-//     file) and its lane handed to the next waiter.
-//
-// Users change only the driver name: sql.Open("cleolease", dsn). The DSN is
-// a go-sqlite3 DSN plus cleolease's own parameters (_lease_*,
-// _migrations*); see the README for the table. The scope and lane of a
-// write come from WithLane(ctx, scope, lane), else from the DSN.
-//
-// # Reaching the native connection
-//
-// sql.Conn.Raw hands its callback a value implementing Conn, whose
-// SQLiteConn method returns the *sqlite3.SQLiteConn (backup, RegisterFunc,
-// hooks). Writes issued directly on it bypass the lease.
 package cleolease
 
 import (
@@ -254,55 +228,4 @@ func (c *Connector) Close() error {
 		return c.engine.Close()
 	}
 	return nil
-}
-
-// innerDriver is the driver sqlmw wraps: it opens go-sqlite3 connections
-// and returns them as leaseConn, which carries the per-connection state
-// (sqlmw hands interceptors a fresh wrapper on every call, so state cannot
-// live there).
-type innerDriver struct{ c *Connector }
-
-func (d *innerDriver) Open(dsn string) (driver.Conn, error) {
-	sc, err := d.c.base.Open(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return &leaseConn{SQLiteConn: sc.(*sqlite3.SQLiteConn), c: d.c}, nil
-}
-
-// interceptor is cleolease's sqlmw interceptor. The lease work itself lives
-// in leaseConn, where every call path (context-aware or not) converges.
-// The interceptor hands the freshly opened leaseConn back to
-// Connector.Connect (sqlmw hides it behind an unexported wrapper) and adds
-// a file-identity check to Ping, so db.Ping reports ErrFileChanged when
-// the database file was replaced.
-type interceptor struct {
-	sqlmw.NullInterceptor
-	c *Connector
-}
-
-var _ sqlmw.Interceptor = interceptor{}
-
-type connSlotKey struct{}
-
-type connSlot struct{ lc *leaseConn }
-
-func (i interceptor) ConnectorConnect(ctx context.Context, connect driver.Connector) (driver.Conn, error) {
-	conn, err := connect.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if slot, ok := ctx.Value(connSlotKey{}).(*connSlot); ok {
-		slot.lc, _ = conn.(*leaseConn)
-	}
-	return conn, nil
-}
-
-func (i interceptor) ConnPing(ctx context.Context, conn driver.Pinger) error {
-	if e := i.c.Engine(); e != nil {
-		if err := e.CheckFile(); err != nil {
-			return err
-		}
-	}
-	return conn.Ping(ctx)
 }

@@ -30,7 +30,8 @@ const (
 	ModeRequire Mode = "require"
 )
 
-// Defaults of the DSN parameters owned by cleolease (DESIGN §4).
+// Defaults of the DSN parameters owned by cleolease, for Go callers; the
+// parameter table (leaseParams) applies them.
 const (
 	DefaultScope           = "main"
 	DefaultLane            = "default"
@@ -120,19 +121,13 @@ type Config struct {
 // empty; set it before use. Unlike a Config literal's, its fields keep a
 // zero set on them (Wait = 0 means no wait).
 func NewConfig() *Config {
-	return &Config{
-		explicit:        true,
-		Mode:            ModeLocal,
-		Scope:           DefaultScope,
-		Lane:            DefaultLane,
-		TTL:             DefaultTTL,
-		Wait:            DefaultWait,
-		Priority:        DefaultPriority,
-		Slice:           DefaultSlice,
-		Linger:          DefaultLinger,
-		NetworkFS:       NetworkFSRefuse,
-		MigrationsTable: DefaultMigrationsTable,
+	c := &Config{explicit: true}
+	for _, p := range leaseParams {
+		if p.def != "" {
+			p.set(c, p.def)
+		}
 	}
+	return c
 }
 
 // Clone returns a shallow copy of c. The migrations fs.FS, the logger, the
@@ -151,13 +146,21 @@ func isLeaseKey(key string) bool {
 	return strings.HasPrefix(key, "_lease_") || strings.HasPrefix(key, "_migrations")
 }
 
-// leaseParam is one DSN parameter owned by cleolease. set parses and checks
-// a (percent-decoded) value into c and returns "" or a short reason for
-// rejecting it; get formats c's field so that set accepts it back.
+// leaseParam is one DSN parameter owned by cleolease, and the one place
+// that says what it is: its name, the Config field holding it, the kind of
+// value, its default (as DSN text; "" for none), its documentation (the
+// README's table and the package documentation are checked against it by
+// TestParamDocs), how to parse and check a value into a Config (set
+// returns "" or a short reason for rejecting it) and how to format the
+// field back (get).
 type leaseParam struct {
-	name string
-	set  func(c *Config, v string) (reason string)
-	get  func(c *Config) string
+	name  string
+	field string
+	kind  string
+	def   string
+	doc   string
+	set   func(c *Config, v string) (reason string)
+	get   func(c *Config) string
 }
 
 // Reasons shared by several parameters.
@@ -172,94 +175,148 @@ const (
 )
 
 // leaseParams are the DSN parameters cleolease owns, sorted by name
-// (TestParamsSorted); FormatDSN writes them in this order.
+// (TestParamsSorted); FormatDSN writes them in this order. NewConfig
+// applies their defaults.
 var leaseParams = []leaseParam{
-	{"_lease_lane", func(c *Config, v string) string {
-		return setNonEmpty(&c.Lane, v)
-	}, func(c *Config) string { return c.Lane }},
-	{"_lease_linger", func(c *Config, v string) string {
-		return setNonNegative(&c.Linger, v)
-	}, func(c *Config) string { return c.Linger.String() }},
-	{"_lease_mode", func(c *Config, v string) string {
-		switch m := Mode(v); m {
-		case ModeOff, ModeLocal, ModeRequire:
-			c.Mode = m
+	{
+		name: "_lease_lane", field: "Lane", kind: "string", def: DefaultLane,
+		doc: "lane of writes whose context names none (WithLane)",
+		set: func(c *Config, v string) string { return setNonEmpty(&c.Lane, v) },
+		get: func(c *Config) string { return c.Lane },
+	},
+	{
+		name: "_lease_linger", field: "Linger", kind: "Go duration", def: DefaultLinger.String(),
+		doc: "how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues",
+		set: func(c *Config, v string) string { return setNonNegative(&c.Linger, v) },
+		get: func(c *Config) string { return c.Linger.String() },
+	},
+	{
+		name: "_lease_mode", field: "Mode", kind: "`off` \\| `local` \\| `require`", def: string(ModeLocal),
+		doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.",
+		set: func(c *Config, v string) string {
+			switch m := Mode(v); m {
+			case ModeOff, ModeLocal, ModeRequire:
+				c.Mode = m
+				return ""
+			}
+			return "must be off, local or require"
+		},
+		get: func(c *Config) string { return string(c.Mode) },
+	},
+	{
+		name: "_lease_network_fs", field: "NetworkFS", kind: "`refuse` \\| `allow`", def: string(NetworkFSRefuse),
+		doc: "a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's \"Beyond one host\" says. `_lease_mode=off` and read-only opens are never refused.",
+		set: func(c *Config, v string) string {
+			switch p := NetworkFS(v); p {
+			case NetworkFSAllow, NetworkFSRefuse:
+				c.NetworkFS = p
+				return ""
+			}
+			return "must be allow or refuse"
+		},
+		get: func(c *Config) string {
+			if c.NetworkFS == "" {
+				return string(NetworkFSRefuse)
+			}
+			return string(c.NetworkFS)
+		},
+	},
+	{
+		name: "_lease_priority", field: "Priority", kind: "integer", def: strconv.Itoa(DefaultPriority),
+		doc: "queue priority, **lower is served first** (WithPriority overrides it per call)",
+		set: func(c *Config, v string) string {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil {
+				return "not a 32-bit integer"
+			}
+			c.Priority = int(n)
 			return ""
-		}
-		return "must be off, local or require"
-	}, func(c *Config) string { return string(c.Mode) }},
-	{"_lease_network_fs", func(c *Config, v string) string {
-		switch p := NetworkFS(v); p {
-		case NetworkFSAllow, NetworkFSRefuse:
-			c.NetworkFS = p
+		},
+		get: func(c *Config) string { return strconv.Itoa(c.Priority) },
+	},
+	{
+		name: "_lease_scope", field: "Scope", kind: "string", def: DefaultScope,
+		doc: "scope of writes whose context names none (WithLane)",
+		set: func(c *Config, v string) string { return setNonEmpty(&c.Scope, v) },
+		get: func(c *Config) string { return c.Scope },
+	},
+	{
+		name: "_lease_slice", field: "Slice", kind: "Go duration", def: DefaultSlice.String(),
+		doc: "how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO",
+		set: func(c *Config, v string) string { return setNonNegative(&c.Slice, v) },
+		get: func(c *Config) string { return c.Slice.String() },
+	},
+	{
+		name: "_lease_steal_after_ttl", field: "StealAfterTTL", kind: "bool", def: "false",
+		doc: "opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.",
+		set: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "not a boolean"
+			}
+			c.StealAfterTTL = b
 			return ""
-		}
-		return "must be allow or refuse"
-	}, func(c *Config) string {
-		if c.NetworkFS == "" {
-			return string(NetworkFSRefuse)
-		}
-		return string(c.NetworkFS)
-	}},
-	{"_lease_priority", func(c *Config, v string) string {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			return "not a 32-bit integer"
-		}
-		c.Priority = int(n)
-		return ""
-	}, func(c *Config) string { return strconv.Itoa(c.Priority) }},
-	{"_lease_scope", func(c *Config, v string) string {
-		return setNonEmpty(&c.Scope, v)
-	}, func(c *Config) string { return c.Scope }},
-	{"_lease_slice", func(c *Config, v string) string {
-		return setNonNegative(&c.Slice, v)
-	}, func(c *Config) string { return c.Slice.String() }},
-	{"_lease_steal_after_ttl", func(c *Config, v string) string {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return "not a boolean"
-		}
-		c.StealAfterTTL = b
-		return ""
-	}, func(c *Config) string { return strconv.FormatBool(c.StealAfterTTL) }},
-	{"_lease_ttl", func(c *Config, v string) string {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return reasonDuration
-		}
-		if d <= 0 {
-			return "must be positive"
-		}
-		c.TTL = d
-		return ""
-	}, func(c *Config) string { return c.TTL.String() }},
-	{"_lease_wait", func(c *Config, v string) string {
-		return setNonNegative(&c.Wait, v)
-	}, func(c *Config) string { return c.Wait.String() }},
-	{"_migrations", func(c *Config, v string) string {
-		return setNonEmpty(&c.Migrations, v)
-	}, func(c *Config) string { return c.Migrations }},
-	{"_migrations_no_tx_wrap", func(c *Config, v string) string {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return "not a boolean"
-		}
-		c.MigrationsNoTxWrap = b
-		return ""
-	}, func(c *Config) string { return strconv.FormatBool(c.MigrationsNoTxWrap) }},
-	{"_migrations_table", func(c *Config, v string) string {
-		if !migrate.ValidTableName(v) {
-			return "not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)"
-		}
-		c.MigrationsTable = v
-		return ""
-	}, func(c *Config) string {
-		if c.MigrationsTable == "" {
-			return DefaultMigrationsTable // validate fills it in
-		}
-		return c.MigrationsTable
-	}},
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.StealAfterTTL) },
+	},
+	{
+		name: "_lease_ttl", field: "TTL", kind: "Go duration", def: DefaultTTL.String(),
+		doc: "written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).",
+		set: func(c *Config, v string) string {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return reasonDuration
+			}
+			if d <= 0 {
+				return "must be positive"
+			}
+			c.TTL = d
+			return ""
+		},
+		get: func(c *Config) string { return c.TTL.String() },
+	},
+	{
+		name: "_lease_wait", field: "Wait", kind: "Go duration", def: DefaultWait.String(),
+		doc: "longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)",
+		set: func(c *Config, v string) string { return setNonNegative(&c.Wait, v) },
+		get: func(c *Config) string { return c.Wait.String() },
+	},
+	{
+		name: "_migrations", field: "Migrations", kind: "string", def: "",
+		doc: "golang-migrate source URL (`file://dir`); a directory path, if the value has a path separator or starts with `.` (`./migrations`, `/srv/app/migrations`; relative to the working directory); otherwise a name registered with `RegisterMigrations` or `RegisterMigrator`. `cleolease migrate --source` reads a value the same way.",
+		set: func(c *Config, v string) string { return setNonEmpty(&c.Migrations, v) },
+		get: func(c *Config) string { return c.Migrations },
+	},
+	{
+		name: "_migrations_no_tx_wrap", field: "MigrationsNoTxWrap", kind: "bool", def: "false",
+		doc: "run each migration file without the per-file transaction (files with their own `BEGIN`/`COMMIT` or `PRAGMA`s)",
+		set: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "not a boolean"
+			}
+			c.MigrationsNoTxWrap = b
+			return ""
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.MigrationsNoTxWrap) },
+	},
+	{
+		name: "_migrations_table", field: "MigrationsTable", kind: "identifier", def: DefaultMigrationsTable,
+		doc: "golang-migrate version table",
+		set: func(c *Config, v string) string {
+			if !migrate.ValidTableName(v) {
+				return "not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)"
+			}
+			c.MigrationsTable = v
+			return ""
+		},
+		get: func(c *Config) string {
+			if c.MigrationsTable == "" {
+				return DefaultMigrationsTable // validate fills it in
+			}
+			return c.MigrationsTable
+		},
+	},
 }
 
 // lookupLeaseParam returns the cleolease parameter called name, or nil.
@@ -402,7 +459,7 @@ func (c *Config) validate() error {
 		}
 		var scratch Config
 		if reason := p.set(&scratch, v); reason != "" {
-			return &ConfigError{Field: configFields[p.name], Value: v, Reason: reason}
+			return &ConfigError{Field: p.field, Value: v, Reason: reason}
 		}
 	}
 	if err := checkSQLiteQuery(c.SQLiteDSN); err != nil {

@@ -1,0 +1,123 @@
+// Package cleolease is a database/sql driver for SQLite files that several
+// processes write at once. It wraps github.com/mattn/go-sqlite3 (through
+// github.com/ngrok/sqlmw) and gives every write a cross-process writer
+// lease per (scope, lane), taken transparently in BeginTx, Exec and every
+// other write path. Existing code changes only the driver name:
+//
+//	db, err := sql.Open("cleolease", "file:app.db") // was: sql.Open("sqlite3", …)
+//
+// What that buys, on every platform go-sqlite3 supports:
+//
+//   - writers are served in order (FIFO within a priority), across
+//     processes and goroutines, with no SQLITE_BUSY ("database is locked")
+//     and waits that honour context deadlines;
+//   - a leased write starts with BEGIN IMMEDIATE and checks, inside the
+//     transaction and just before COMMIT, that its (holder, epoch) is still
+//     the active one (fencing): a holder that lost its lease cannot commit;
+//   - a crashed holder is recognised at once, from a lock it holds for its
+//     lifetime, and its lane handed to the next waiter;
+//   - the first time a process opens a file, pending migrations run under a
+//     cold-open lease: exactly one process migrates.
+//
+// # DSN
+//
+// A DSN is a go-sqlite3 DSN (a path or a "file:" URI, with go-sqlite3's
+// underscore parameters and SQLite's URI options) plus the parameters
+// cleolease owns, which start with "_lease_" or "_migrations". Every other
+// parameter reaches go-sqlite3 byte-identical; an underscore parameter
+// go-sqlite3 v1.14.53 does not read (a typo such as "_busy_timout") is
+// refused with a *DSNError naming it, since go-sqlite3 would silently
+// ignore it. Unless the DSN sets them, every connection gets
+// _busy_timeout=30000, _journal_mode=WAL, _synchronous=NORMAL and
+// _foreign_keys=1. ParseDSN and Config.FormatDSN convert between a DSN and
+// a Config. The parameters (defaults in parentheses):
+//
+//   - _lease_lane (default): lane of writes whose context names none (WithLane)
+//   - _lease_linger (100ms): how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues
+//   - _lease_mode (local): `off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.
+//   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. `_lease_mode=off` and read-only opens are never refused.
+//   - _lease_priority (100): queue priority, **lower is served first** (WithPriority overrides it per call)
+//   - _lease_scope (main): scope of writes whose context names none (WithLane)
+//   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO
+//   - _lease_steal_after_ttl (false): opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.
+//   - _lease_ttl (30s): written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).
+//   - _lease_wait (30s): longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
+//   - _migrations (none): golang-migrate source URL (`file://dir`); a directory path, if the value has a path separator or starts with `.` (`./migrations`, `/srv/app/migrations`; relative to the working directory); otherwise a name registered with `RegisterMigrations` or `RegisterMigrator`. `cleolease migrate --source` reads a value the same way.
+//   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own `BEGIN`/`COMMIT` or `PRAGMA`s)
+//   - _migrations_table (schema_migrations): golang-migrate version table
+//
+// Refused at sql.Open, because no lease can work under them:
+// _locking_mode=EXCLUSIVE, nolock=1 and the lockless VFSes (unix-none,
+// win32-none, unix-excl), unless _lease_mode=off; and a private database
+// (":memory:", an empty file name), which differs on every pooled
+// connection (ErrPrivateMemory; use "file::memory:?cache=shared").
+//
+// # Config
+//
+// NewConnector and OpenDB take a Config instead of a DSN, for what a DSN
+// cannot carry: a migrations fs.FS or a Migrator, a *slog.Logger, a base
+// *sqlite3.SQLiteDriver (extensions, ConnectHook) and a clock. In a Config
+// literal, fields left at zero take the defaults above; to set Wait,
+// Priority, Slice or Linger to an explicit zero, start from NewConfig. A
+// bad field is a *ConfigError naming it.
+//
+// # Which writes take the lease
+//
+// Every statement that may write (SQLite's sqlite3_stmt_readonly, asked of
+// each statement of a string before it runs) and every BeginTx that is not
+// ReadOnly takes the lease of the (scope, lane) that its context names
+// (WithLane; WithPriority for its place in line; WithoutLease to opt a call
+// out), else the DSN's. Reads and ReadOnly transactions take none. A
+// statement that writes only TEMP tables or an attached database takes
+// none either. AcquireLease and WithWriterLease hold one lane across
+// several transactions; transactions made with the Lease's context
+// re-enter it.
+//
+// # Transactions and fencing
+//
+// BeginTx waits for the lease, then starts BEGIN IMMEDIATE whatever _txlock
+// says, so a transaction that reads and then writes never fails with
+// SQLITE_BUSY. ReadOnly transactions run under PRAGMA query_only. Isolation
+// levels other than the default and Serializable are refused. An
+// autocommit write runs inside the driver's own BEGIN IMMEDIATE … COMMIT
+// with the fencing check before COMMIT; VACUUM, PRAGMA, ATTACH/DETACH,
+// transaction-control statements and strings of several statements are
+// leased but not fenced. A write issued through Query (INSERT … RETURNING)
+// runs to completion and commits before Query returns; its rows come back
+// buffered. A write on a connection inside a transaction the driver did not
+// begin (a hand-written BEGIN) is refused with ErrForeignTransaction.
+//
+// # Errors
+//
+// SQLite's own errors come back unchanged, as go-sqlite3 returns them, so
+// that ORMs inspecting them keep working, and a context that ends while
+// waiting for the lease returns the context's error itself. cleolease's
+// own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
+// ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
+// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
+// *ConfigError and *LeaseError, for errors.Is and errors.As.
+//
+// # Differences from go-sqlite3
+//
+// Apart from the lease, every call returns what go-sqlite3 returns: the
+// same rows and the same errors, the first time and every time
+// (differential_test.go checks it call by call). The differences the lease
+// forces are a closed list, each with its reason, in the README's section
+// "Differences from go-sqlite3".
+//
+// # Reaching the native connection
+//
+// sql.Conn.Raw hands its callback a value implementing Conn, whose
+// SQLiteConn method returns the *sqlite3.SQLiteConn (backup, RegisterFunc,
+// hooks). Writes issued directly on it bypass the lease and the fencing.
+//
+// # How it is built
+//
+// database/sql holds an outer connection (Raw access) over sqlmw's
+// connection, whose interceptor (interceptor.go) checks the database file's
+// identity on Ping and returns the opened connection to Connect; under it
+// leaseConn (conn.go) decides for each call whether it writes (classify.go)
+// and runs every leased write through one mechanism, leasedWrite
+// (write.go). The lease engine is package lease; its OS mechanisms are in
+// internal/platform.
+package cleolease
