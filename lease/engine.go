@@ -1,27 +1,3 @@
-// Package lease is cleolease's writer-lease engine: one cross-process writer
-// lease per (scope, lane) of an SQLite file, kept in the file's own
-// _writer_leases and _writer_queue tables.
-//
-// An Engine belongs to one database file (resolved path plus device and
-// inode) in one process; every connector on that file shares it (Open is
-// reference counted). It owns a private SQLite connection used only for
-// lease bookkeeping — claim, hand-off, heartbeat, queue changes, release —
-// each in its own short BEGIN IMMEDIATE with a short busy timeout, the
-// waiting done in Go so that contexts are honoured. It never runs inside, and
-// never commits or rolls back, a transaction it did not begin.
-//
-// Within a process, writers of one lane pass through a FIFO gate, so they
-// never fight in SQLite's busy handler; across processes the queue table
-// decides who is served next (lower priority first, FIFO within a
-// priority, with aging). A released lane is handed directly to the head of
-// the queue inside the releasing transaction. Dead holders and waiters are
-// recognised from a lock they hold on a file of their own for their
-// lifetime (see liveness.go), not by waiting out a TTL.
-//
-// The operating-system mechanisms — liveness locks, the datagram
-// doorbell, file and process watches, process and file identity — live in
-// internal/platform, chosen by build tags; everything in this package is
-// portable.
 package lease
 
 import (
