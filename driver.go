@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/ngrok/sqlmw"
 
+	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -146,20 +146,9 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	slot := &connSlot{}
-	conn, err := c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
-	// go-sqlite3 switches a fresh file to WAL while opening it; when several
-	// processes do that at once the switch can fail with SQLITE_BUSY, which
-	// SQLite's busy handler does not cover. Retry with a capped back-off.
-	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		conn, err = c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
-	}
+	conn, err := busy.RetryOpen(ctx, func() (driver.Conn, error) {
+		return c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
+	})
 	if err != nil {
 		return nil, c.openErr(err)
 	}

@@ -3,13 +3,13 @@ package cleolease
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -138,10 +138,7 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
 }
 
 // isBusy reports SQLite's SQLITE_BUSY or SQLITE_LOCKED.
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
-}
+func isBusy(err error) bool { return busy.Is(err) }
 
 // rollback ends the connection's open transaction, if any.
 func (lc *leaseConn) rollback() {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/google/uuid"
 	"github.com/mattn/go-sqlite3"
@@ -325,13 +326,7 @@ func (e *Engine) logf(level slog.Level, msg string, args ...any) {
 }
 
 // isBusy reports SQLITE_BUSY / SQLITE_LOCKED: transient, retried.
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
-	}
-	return false
-}
+func isBusy(err error) bool { return busy.Is(err) }
 
 // immediate runs fn inside BEGIN IMMEDIATE on the engine's connection and
 // commits. BEGIN is retried on SQLITE_BUSY with a capped back-off until ctx

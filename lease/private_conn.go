@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"strings"
-	"time"
 
+	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -30,19 +30,7 @@ type leaseConnector struct {
 }
 
 func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.Driver().Open(c.dsn)
-	// A fresh file being switched to WAL by several processes at once can
-	// fail the open with SQLITE_BUSY, outside SQLite's busy handler.
-	for wait := time.Millisecond; err != nil && isBusy(err); wait = min(2*wait, 50*time.Millisecond) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		conn, err = c.Driver().Open(c.dsn)
-	}
+	conn, err := busy.RetryOpen(ctx, func() (driver.Conn, error) { return c.Driver().Open(c.dsn) })
 	if err != nil {
 		return nil, err
 	}
