@@ -136,15 +136,18 @@ func (l *laneState) release(h *Hold) {
 	}
 	g := h.g
 	if g != nil && !g.lost.Load() && l.currentRow() == g && !l.e.opts.MemoryOnly {
-		local := l.hasWaiters()
+		others := l.othersWaiting(context.Background())
 		switch {
-		case l.othersWaiting(context.Background()) && (!local || !l.inSlice(g)):
+		case others && !l.inSlice(g):
 			l.handOff(g, "handed off")
-		case !local && l.e.opts.Linger <= 0:
+		case !others && !l.hasWaiters() && l.e.opts.Linger <= 0:
 			l.handOff(g, "released")
 		}
-		// Otherwise the row stays: for this process's next queued writer
-		// (within its slice), or lingering while nobody waits.
+		// Otherwise the row stays: within its slice, for this process's
+		// next writer, queued at the gate or arriving at once (a turn is a
+		// time budget: the watcher, woken by leave, hands the lane off as
+		// soon as it finds the gate free, so an idle holder keeps nobody
+		// waiting); or lingering while nobody waits.
 	}
 	l.leave()
 }
