@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -18,12 +16,8 @@ import (
 	"github.com/cleocode/cleolease/lease"
 )
 
-// sqliteMagic is the first 16 bytes of every SQLite 3 database file.
-var sqliteMagic = []byte("SQLite format 3\x00")
-
 // checkDBFile fails with one clear line unless path names an existing
-// regular file that is an SQLite database (or empty, which SQLite treats
-// as an empty database). It only reads.
+// regular file. It only stats.
 func checkDBFile(path string) error {
 	st, err := os.Stat(path)
 	switch {
@@ -40,15 +34,9 @@ func checkDBFile(path string) error {
 	case st.Size() == 0:
 		return nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return failf("%s: %v", path, unwrapPathErr(err))
-	}
-	defer f.Close()
-	head := make([]byte, len(sqliteMagic))
-	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, sqliteMagic) {
-		return failf("%s: not an SQLite database (no SQLite header)", path)
-	}
+	// Whether it is an SQLite database is left to SQLite (ErrNotADB, see
+	// sqliteFailure): nothing here opens the file itself, since closing a
+	// descriptor of it would drop this process's SQLite locks on it.
 	return nil
 }
 
