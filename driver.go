@@ -85,8 +85,11 @@ type Connector struct {
 	mu        sync.Mutex
 	engine    *lease.Engine
 	closed    bool
-	fsChecked bool  // checkFileSystem ran to a decision
-	fsErr     error // its decision: nil or a *NetworkFSError
+	fsChecked bool // checkFileSystem ran to a decision
+	// remoteHolders: the database is on a network filesystem, allowed;
+	// holders from another boot or host are never judged dead here.
+	remoteHolders bool
+	fsErr         error // its decision: nil or a *NetworkFSError
 }
 
 var _ driver.Connector = (*Connector)(nil)
@@ -185,7 +188,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return c.engine.CheckFile()
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.cfg.Logger, MemoryOnly: c.memory,
 	})
 	if err != nil {

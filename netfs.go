@@ -98,6 +98,7 @@ func (c *Connector) checkFileSystem(ctx context.Context) error {
 	err = decideFileSystem(ctx, dir, info, c.cfg.NetworkFS, c.cfg.Logger)
 	c.mu.Lock()
 	c.fsChecked, c.fsErr = true, err
+	c.remoteHolders = err == nil && info.Network
 	c.mu.Unlock()
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
 )
@@ -264,5 +265,60 @@ func TestNetworkFSParam(t *testing.T) {
 	var cerr *ConfigError // a Config's error names the Config field (issue 16, item 1)
 	if _, err := NewConnector(*cfg); !errors.As(err, &cerr) || cerr.Field != "NetworkFS" {
 		t.Errorf("bad NetworkFS: %v", err)
+	}
+}
+
+// TestNetworkFSOptInNeverReclaimsRemoteRows: under _lease_network_fs=allow
+// on a network filesystem, a lease row written during another boot (a
+// process of another host, as far as this one can tell) is never reclaimed
+// on local evidence: a write in mode require gets ErrLeaseUnavailable, and
+// only a forced Break frees the lane. On a local filesystem the same row is
+// reclaimed at once (a holder from before a reboot is dead).
+func TestNetworkFSOptInNeverReclaimsRemoteRows(t *testing.T) {
+	for _, network := range []bool{true, false} {
+		t.Run(map[bool]string{true: "network", false: "local"}[network], func(t *testing.T) {
+			dir := t.TempDir()
+			fakeFS(t, dir, platform.FSInfo{Name: "nfs", Network: network}, nil)
+			dsn := "file:" + filepath.Join(dir, "x") + "?_lease_network_fs=allow&_lease_mode=require&_lease_wait=300ms&_lease_linger=0"
+			db, err := sql.Open("cleolease", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`CREATE TABLE t(a)`); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "x")+"?_busy_timeout=5000")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			// Another host's holder: another boot id, a pid that means
+			// nothing here, a heartbeat far in the future.
+			future := time.Now().Add(time.Hour).UnixMilli()
+			if _, err := raw.Exec(`UPDATE _writer_leases SET active = 0`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := raw.Exec(`INSERT INTO _writer_leases(scope, lane, holder_id, holder_pid, epoch, acquired_at, heartbeat_at, ttl_ms, holder_start)
+				VALUES ('main', 'default', 'cl-other-host', 4000000, 1000000, ?, ?, 3600000, 'another-boot/ns/1/mark')`, future, future); err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(`INSERT INTO t VALUES (1)`)
+			if network {
+				if !errors.Is(err, ErrLeaseUnavailable) {
+					t.Fatalf("write while another host holds the lane = %v, want ErrLeaseUnavailable", err)
+				}
+				if _, err := Break(context.Background(), db, "main", "default", true); err != nil {
+					t.Fatalf("forced Break: %v", err)
+				}
+				if _, err := db.Exec(`INSERT INTO t VALUES (2)`); err != nil {
+					t.Fatalf("write after Break: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("on a local filesystem the row of another boot is reclaimed: %v", err)
+			}
+		})
 	}
 }

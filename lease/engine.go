@@ -41,6 +41,13 @@ type Options struct {
 	// Linger is how long an idle holder keeps the row while nobody waits.
 	// 0 releases at once.
 	Linger time.Duration
+	// RemoteHolders says that processes of other hosts may hold the file's
+	// lanes (a database on a network filesystem, opted in with
+	// _lease_network_fs=allow): a row written during another boot, or
+	// without a holder_start, is then never judged dead from here; only
+	// Break, or StealAfterTTL once its heartbeat is older than its TTL,
+	// takes its lane.
+	RemoteHolders bool
 	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
 	// heartbeat is older than the holder's TTL even when the holder is
 	// provably alive (hung). Writes stay safe (fencing); external side

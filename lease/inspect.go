@@ -53,7 +53,7 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	if locks != nil {
 		defer locks.Close()
 	}
-	probe := func(h holder) verdict { return probeHolder("", locks, h) }
+	probe := func(h holder) verdict { return probeHolder("", locks, h, false) }
 	return readStatus(ctx, db, probe, clock, locks)
 }
 

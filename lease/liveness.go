@@ -55,15 +55,23 @@ func slotFor(holderID string) int64 { return platform.SlotFor(holderID) }
 const ticketOffset = platform.TicketOffset
 
 // probe judges whether h is alive, strongest evidence first.
-func (e *Engine) probe(h holder) verdict { return probeHolder(e.holderID, e.locks, h) }
+func (e *Engine) probe(h holder) verdict {
+	return probeHolder(e.holderID, e.locks, h, e.opts.RemoteHolders)
+}
 
 // probeHolder is probe for a process whose own holder id is self, seeing
-// the liveness locks locks (nil when there are none).
-func probeHolder(self string, locks platform.Liveness, h holder) verdict {
+// the liveness locks locks (nil when there are none). With remote (a
+// database on a network filesystem, opted in), a holder that may run on
+// another host — its row names another boot, or names none — is taken for
+// alive: nothing this host can test proves it dead.
+func probeHolder(self string, locks platform.Liveness, h holder, remote bool) verdict {
 	if h.ID == self {
 		return verdict{true, "this process"}
 	}
 	parts := strings.Split(h.Start, "/")
+	if remote && (h.Start == "" || parts[0] != platform.BootID()) {
+		return verdict{true, "holder from another boot or host: never judged dead on local evidence (network filesystem)"}
+	}
 	if h.Slot > 0 && locks != nil {
 		// The holder recorded which lock file it locked (the mark): if it
 		// is the one we see, a missing lock proves the process is gone.
