@@ -1,15 +1,12 @@
-package main
+package workload
 
 import (
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"time"
 )
 
-// loadFigures are the workload figures of one run, summed over workers.
-type loadFigures struct {
+// Figures are the workload figures of one run, summed over its workers.
+type Figures struct {
 	Workers       int               `json:"workers"`
 	Goroutines    int               `json:"goroutines"`
 	Duration      time.Duration     `json:"duration_ns"`
@@ -27,24 +24,33 @@ type loadFigures struct {
 	Max           time.Duration     `json:"max_ns"`
 	// LandP50, LandP99 and LandMax are the percentiles of the time from a
 	// write's first attempt to its commit, failed attempts retried (see
-	// workerResult.Landed); P50, P99 and Max time only the attempt that
+	// Result.Landed); P50, P99 and Max time only the attempt that
 	// committed.
 	LandP50 time.Duration    `json:"land_p50_ns"`
 	LandP99 time.Duration    `json:"land_p99_ns"`
 	LandMax time.Duration    `json:"land_max_ns"`
 	Ops     map[string]int64 `json:"ops"`
-	Lease   *leaseCounters   `json:"lease,omitempty"` // cleolease only
+	Lease   *LeaseCounters   `json:"lease,omitempty"` // cleolease only
+	// PeakRSSkB is the largest Extra["hwm_kb"] of the workers (0 if none
+	// reported it).
+	PeakRSSkB int64 `json:"peak_rss_kb,omitempty"`
 }
 
-// leaseCounters are the lease engine counters summed over the workers.
-type leaseCounters struct {
+// Errs is the failed transactions of every class.
+func (f Figures) Errs() int64 { return f.LockErrors + f.OtherErrors }
+
+// LeaseCounters are the lease engine's counters summed over the workers.
+type LeaseCounters struct {
 	Grants, FastGrants, Claims, Handoffs int64
 	Degraded, Unavailable, Lost, Fenced  int64
 	ReclaimDead, DeadWaiters             int64
 }
 
-func summarize(results []workerResult, goroutines int, d time.Duration) loadFigures {
-	f := loadFigures{Workers: len(results), Goroutines: goroutines, Duration: d,
+// Summarize sums the results of one run of workers that each ran
+// goroutines writers for d. Fairness is min/max commits per worker
+// process; the latency percentiles pool every transaction.
+func Summarize(results []Result, goroutines int, d time.Duration) Figures {
+	f := Figures{Workers: len(results), Goroutines: goroutines, Duration: d,
 		Errors: map[string]int64{}, Samples: map[string]string{}, Ops: map[string]int64{}}
 	var lat, landed []int64
 	f.MinCommits = -1
@@ -68,7 +74,7 @@ func summarize(results []workerResult, goroutines int, d time.Duration) loadFigu
 		}
 		if st := r.Lease; st != nil {
 			if f.Lease == nil {
-				f.Lease = &leaseCounters{}
+				f.Lease = &LeaseCounters{}
 			}
 			c := f.Lease
 			c.Grants += st.Grants
@@ -86,6 +92,7 @@ func summarize(results []workerResult, goroutines int, d time.Duration) loadFigu
 			f.MinCommits = r.Commits
 		}
 		f.MaxCommits = max(f.MaxCommits, r.Commits)
+		f.PeakRSSkB = max(f.PeakRSSkB, r.Extra["hwm_kb"])
 	}
 	f.MinCommits = max(f.MinCommits, 0)
 	if f.MaxCommits > 0 {
@@ -96,79 +103,23 @@ func summarize(results []workerResult, goroutines int, d time.Duration) loadFigu
 	}
 	slices.Sort(lat)
 	slices.Sort(landed)
-	pct := func(xs []int64, p float64) time.Duration {
-		if len(xs) == 0 {
-			return 0
-		}
-		return time.Duration(xs[int(p*float64(len(xs)-1))]) * time.Microsecond
-	}
-	f.P50, f.P99, f.Max = pct(lat, 0.50), pct(lat, 0.99), pct(lat, 1)
-	f.LandP50, f.LandP99, f.LandMax = pct(landed, 0.50), pct(landed, 0.99), pct(landed, 1)
+	f.P50, f.P99, f.Max = Percentile(lat, 0.50), Percentile(lat, 0.99), Percentile(lat, 1)
+	f.LandP50, f.LandP99, f.LandMax = Percentile(landed, 0.50), Percentile(landed, 0.99), Percentile(landed, 1)
 	return f
 }
 
-// fmtInt writes n with thousands separators.
-func fmtInt(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
+// Percentile is the p-quantile (0 ≤ p ≤ 1, nearest rank below) of sorted
+// microseconds, as a duration; 0 for none.
+func Percentile(sortedUS []int64, p float64) time.Duration {
+	if len(sortedUS) == 0 {
+		return 0
 	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return time.Duration(sortedUS[int(p*float64(len(sortedUS)-1))]) * time.Microsecond
 }
 
-// fmtMS writes a latency in milliseconds with sensible precision.
-func fmtMS(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case ms < 10:
-		return fmt.Sprintf("%.2f", ms)
-	case ms < 100:
-		return fmt.Sprintf("%.1f", ms)
-	}
-	return fmt.Sprintf("%.0f", ms)
-}
-
-func fmtLatency(f loadFigures) string {
-	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.P50), fmtMS(f.P99), fmtMS(f.Max))
-}
-
-// fmtLanded is fmtLatency for the time until a write lands.
-func fmtLanded(f loadFigures) string {
-	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.LandP50), fmtMS(f.LandP99), fmtMS(f.LandMax))
-}
-
-func fmtErrors(f loadFigures) string {
-	if len(f.Errors) == 0 {
-		return "0"
-	}
-	keys := make([]string, 0, len(f.Errors))
-	for k := range f.Errors {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	var total int64
-	for _, k := range keys {
-		total += f.Errors[k]
-		parts = append(parts, fmt.Sprintf("%s %s", fmtInt(f.Errors[k]), k))
-	}
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	return fmtInt(total) + " (" + strings.Join(parts, ", ") + ")"
-}
-
-// median of xs (xs is sorted in place).
-func median[T int64 | float64 | time.Duration](xs []T) T {
+// Median is the median of xs (the upper one of an even count); xs is
+// sorted in place.
+func Median[T int64 | float64 | time.Duration](xs []T) T {
 	if len(xs) == 0 {
 		return 0
 	}
