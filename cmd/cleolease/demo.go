@@ -133,12 +133,12 @@ type versionRuns struct {
 }
 
 type demoRun struct {
-	Driver     workload.Peer   `json:"driver"`
-	Label      string          `json:"label"`
-	DB         string          `json:"db"`
-	WorkloadDB string          `json:"workload_db"`
-	Setup      string          `json:"setup"`
-	Migrations migrationReport `json:"migrations"`
+	Driver     workload.Peer         `json:"driver"`
+	Label      string                `json:"label"`
+	DB         string                `json:"db"`
+	WorkloadDB string                `json:"workload_db"`
+	Setup      string                `json:"setup"`
+	Migrations migrationReport       `json:"migrations"`
 	Load       workload.Figures      `json:"load"`
 	Check      workload.TrackerCheck `json:"check"`
 }
