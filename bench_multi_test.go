@@ -203,8 +203,9 @@ func benchRound(b *testing.B, s workload.Spec, procs int) ([]workload.Result, in
 // 16x1-1ms and 32x1-1ms) for each peer of workload.BenchPeers: txlock (raw
 // go-sqlite3, BeginTx with _txlock=immediate, WAL, 30 s busy timeout: raw
 // at its best), flock (txlock inside an exclusive flock on a side file, the
-// do-it-yourself fix; not on Windows) and cleolease (lane main/bench), with
-// synchronous=NORMAL and (unless -contention.full=false) FULL. Every
+// do-it-yourself fix; where flock(2) exists) and cleolease (lane
+// main/bench), with synchronous=NORMAL and (unless -contention.full=false)
+// FULL. Every
 // transaction reads a counter, writes it back plus one and inserts a log
 // row, so lost updates show in the data: the benchmark fails unless the
 // counter and the log equal the commits the processes acknowledged.
@@ -236,9 +237,6 @@ func BenchmarkContention(b *testing.B) {
 				b.Run("load="+l.ID, func(b *testing.B) {
 					for _, peer := range workload.BenchPeers {
 						b.Run("driver="+string(peer), func(b *testing.B) {
-							if peer == workload.Flock && runtime.GOOS == "windows" {
-								b.Skip("no flock(2) on Windows")
-							}
 							benchContention(b, workload.Spec{Peer: peer, Sync: level, Workload: "counter",
 								Goroutines: l.Goroutines, Duration: *benchDuration, Work: l.Work, Lane: "bench"}, l.Procs)
 						})

@@ -2,7 +2,6 @@ package proctest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -138,8 +137,10 @@ func (g Group) Gather(prefix string, timeout time.Duration) ([]string, error) {
 		wg.Go(func() { out[i], errs[i] = p.Expect(prefix, timeout) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -4,6 +4,9 @@ package workload
 
 import "errors"
 
+// haveFlock: this platform has no flock(2) (the Flock peer does not run).
+const haveFlock = false
+
 // flockFile is the Flock peer's side file; this platform has no flock(2).
 type flockFile struct{}
 

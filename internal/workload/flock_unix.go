@@ -8,6 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// haveFlock: this platform has flock(2) (the Flock peer runs here).
+const haveFlock = true
+
 // flockFile is the Flock peer's side file. flock(2) locks belong to the
 // open file description, so the goroutines of one process share one
 // descriptor and sideLock's mutex orders them.

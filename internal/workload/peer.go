@@ -34,8 +34,23 @@ const (
 	Cleolease Peer = "cleolease"
 )
 
-// BenchPeers are the peers the benchmarks compare, in the order they run.
-var BenchPeers = []Peer{TxLock, Flock, Cleolease}
+// BenchPeers are the peers the benchmarks compare, in the order they run:
+// TxLock, Flock (where Supported) and Cleolease.
+var BenchPeers = benchPeers()
+
+func benchPeers() []Peer {
+	var ps []Peer
+	for _, p := range []Peer{TxLock, Flock, Cleolease} {
+		if p.Supported() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Supported reports whether the peer runs on this platform (Flock needs
+// flock(2), which Windows lacks).
+func (p Peer) Supported() bool { return p != Flock || haveFlock }
 
 // RawQuery is the DSN query of the Raw peer: the usual go-sqlite3 set-up.
 const RawQuery = "_busy_timeout=5000&_journal_mode=WAL"

@@ -102,8 +102,9 @@ type Workload interface {
 	Tx(ctx context.Context, db *sql.DB, s *State) (op string, err error)
 }
 
-// New returns spec's workload, ready to run on db (Tracker reads the
-// projects it works on).
+// New returns the workload named name ("counter" or "tracker", as in
+// Spec.Workload), ready to run on db (Tracker reads the projects it works
+// on first).
 func New(ctx context.Context, name string, db *sql.DB) (Workload, error) {
 	switch name {
 	case "counter":

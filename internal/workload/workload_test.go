@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"testing"
 	"time"
 
@@ -52,9 +51,11 @@ func worker(spec, path string) int {
 
 // peers are the peers this platform can run.
 func peers() []workload.Peer {
-	ps := []workload.Peer{workload.Raw, workload.TxLock, workload.Cleolease}
-	if runtime.GOOS != "windows" {
-		ps = append(ps, workload.Flock)
+	var ps []workload.Peer
+	for _, p := range []workload.Peer{workload.Raw, workload.TxLock, workload.Flock, workload.Cleolease} {
+		if p.Supported() {
+			ps = append(ps, p)
+		}
 	}
 	return ps
 }
