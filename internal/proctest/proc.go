@@ -180,6 +180,7 @@ type tailBuffer struct {
 	b  []byte
 }
 
+// Write keeps b, dropping what is older than the last 4 KB.
 func (t *tailBuffer) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -7,21 +7,23 @@ import (
 
 // Figures are the workload figures of one run, summed over its workers.
 type Figures struct {
-	Workers       int               `json:"workers"`
-	Goroutines    int               `json:"goroutines"`
-	Duration      time.Duration     `json:"duration_ns"`
-	Commits       int64             `json:"commits"`
-	CommitsPerSec float64           `json:"commits_per_sec"`
-	LockErrors    int64             `json:"lock_errors"`
-	OtherErrors   int64             `json:"other_errors"`
-	Errors        map[string]int64  `json:"errors"`
-	Samples       map[string]string `json:"error_samples,omitempty"`
+	Workers       int               `json:"workers"`                 // worker processes
+	Goroutines    int               `json:"goroutines"`              // writers per process
+	Duration      time.Duration     `json:"duration_ns"`             // of the writing
+	Commits       int64             `json:"commits"`                 // all workers'
+	CommitsPerSec float64           `json:"commits_per_sec"`         // Commits / Duration
+	LockErrors    int64             `json:"lock_errors"`             // failed transactions classed "locked"
+	OtherErrors   int64             `json:"other_errors"`            // failed transactions of other classes
+	Errors        map[string]int64  `json:"errors"`                  // failed transactions by class
+	Samples       map[string]string `json:"error_samples,omitempty"` // one message per class
 	MinCommits    int64             `json:"min_commits_per_worker"`
 	MaxCommits    int64             `json:"max_commits_per_worker"`
-	Fairness      float64           `json:"fairness"` // min/max commits per worker process
-	P50           time.Duration     `json:"p50_ns"`
-	P99           time.Duration     `json:"p99_ns"`
-	Max           time.Duration     `json:"max_ns"`
+	Fairness      float64           `json:"fairness"` // MinCommits / MaxCommits
+	// P50, P99 and Max are the committed transactions' latency
+	// percentiles, begin to commit, pooled over the workers.
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
 	// LandP50, LandP99 and LandMax are the percentiles of the time from a
 	// write's first attempt to its commit, failed attempts retried (see
 	// Result.Landed); P50, P99 and Max time only the attempt that
@@ -29,7 +31,7 @@ type Figures struct {
 	LandP50 time.Duration    `json:"land_p50_ns"`
 	LandP99 time.Duration    `json:"land_p99_ns"`
 	LandMax time.Duration    `json:"land_max_ns"`
-	Ops     map[string]int64 `json:"ops"`
+	Ops     map[string]int64 `json:"ops"`             // commits by operation
 	Lease   *LeaseCounters   `json:"lease,omitempty"` // cleolease only
 	// PeakRSSkB is the largest Extra["hwm_kb"] of the workers (0 if none
 	// reported it).
@@ -39,7 +41,8 @@ type Figures struct {
 // Errs is the failed transactions of every class.
 func (f Figures) Errs() int64 { return f.LockErrors + f.OtherErrors }
 
-// LeaseCounters are the lease engine's counters summed over the workers.
+// LeaseCounters are the lease engine's counters summed over the workers
+// (the fields of lease.StatsSnapshot of the same names).
 type LeaseCounters struct {
 	Grants, FastGrants, Claims, Handoffs int64
 	Degraded, Unavailable, Lost, Fenced  int64

@@ -59,9 +59,9 @@ type Spec struct {
 
 // Result is one worker process's figures.
 type Result struct {
-	Index   int               `json:"index"`
-	PID     int               `json:"pid"`
-	Commits int64             `json:"commits"`
+	Index   int               `json:"index"`             // Spec.Index
+	PID     int               `json:"pid"`               // the worker's process id
+	Commits int64             `json:"commits"`           // committed transactions
 	Errors  map[string]int64  `json:"errors"`            // failed transactions by class (Classify)
 	Samples map[string]string `json:"samples,omitempty"` // one message per error class
 	Ops     map[string]int64  `json:"ops"`               // commits by operation
@@ -83,10 +83,10 @@ type Result struct {
 
 // State is one writing goroutine's: what a transaction may use.
 type State struct {
-	Rng    *rand.Rand
-	Worker int // Spec.Index
-	G      int // the goroutine's index in its worker
-	Work   time.Duration
+	Rng    *rand.Rand    // the goroutine's own random numbers
+	Worker int           // Spec.Index
+	G      int           // the goroutine's index in its worker
+	Work   time.Duration // Spec.Work
 }
 
 // Think simulates the work done inside a transaction (Spec.Work).
@@ -261,11 +261,11 @@ func ShortErr(err error) string {
 // Load is one benchmark workload: Procs processes × Goroutines writers of
 // the Counter transaction, with Work inside each.
 type Load struct {
-	ID         string        `json:"id"`
-	Name       string        `json:"name"`
-	Procs      int           `json:"procs"`
-	Goroutines int           `json:"goroutines"`
-	Work       time.Duration `json:"work_ns"`
+	ID         string        `json:"id"`         // as in benchmark names: load=ID
+	Name       string        `json:"name"`       // for people
+	Procs      int           `json:"procs"`      // worker processes
+	Goroutines int           `json:"goroutines"` // writers per process
+	Work       time.Duration `json:"work_ns"`    // inside each transaction
 	// Scaling marks the long loads (many processes) that run only when
 	// asked for.
 	Scaling bool `json:"scaling,omitempty"`
