@@ -1,93 +1,72 @@
 package cleolease_test
 
-// Multi-process benchmarks: the workloads of `cleolease bench` (and of
-// /work/shared/tools/contention) as `go test -bench` sub-benchmarks, raw
-// go-sqlite3 and cleolease side by side in one benchmark function, so that
-// benchstat can compare them. The workers are re-executed test binaries
-// playing the "bench-rmw" role (see testmain_test.go).
+// Multi-process benchmarks: the loads of `cleolease bench` (and of
+// /work/shared/tools/contention) as `go test -bench` sub-benchmarks, with
+// the peers of internal/workload side by side in one benchmark function,
+// so that benchstat can compare them: txlock (raw go-sqlite3, BeginTx with
+// _txlock=immediate), flock (txlock inside an exclusive flock on a side
+// file, the do-it-yourself fix) and cleolease. The workers are re-executed
+// test binaries playing the "bench-rmw" role (see testmain_test.go) and
+// speak internal/workload's protocol.
 //
 // Sub-benchmark names use key=value parts (sync=…, load=…, driver=…), the
 // form benchstat can project on; for example
 //
-//	go test -run XXX -bench 'Contention|Resources' -benchtime 1x -count 5 . | tee bench.txt
+//	go test -run '^$' -bench 'Contention|Resources' -benchtime 1x -count 5 . | tee bench.txt
 //	benchstat -col /driver bench.txt
 //
-// prints raw and cleolease in two columns with the difference and its
-// p-value for every workload and metric.
+// prints the peers in columns with the differences and their p-values for
+// every load and metric.
 
 import (
-	"bufio"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/workload"
 )
 
-var benchDuration = flag.Duration("contention.duration", 2*time.Second,
-	"how long each round of BenchmarkContention and BenchmarkResources writes")
+var (
+	benchDuration = flag.Duration("contention.duration", 2*time.Second,
+		"how long each round of BenchmarkContention and BenchmarkResources writes")
+	benchScaling = flag.Bool("contention.scaling", false,
+		"BenchmarkContention: add the scaling loads (16 and 32 processes, 1 ms of work)")
+	benchFull = flag.Bool("contention.full", true,
+		"BenchmarkContention: measure synchronous=FULL as well as NORMAL")
+)
 
 func init() {
 	roles["bench-rmw"] = roleBenchRMW
 }
 
-// benchRawQuery is raw go-sqlite3 at its best for writers (as in
-// cmd/cleolease bench): BEGIN IMMEDIATE and the pragmas cleolease applies by
-// default. %s is the synchronous level.
-const benchRawQuery = "_busy_timeout=30000&_journal_mode=WAL&_synchronous=%s&_fk=1&_txlock=immediate"
-
-// benchChildResult is what one bench-rmw child reports on its RESULT line.
-type benchChildResult struct {
-	Commits    int64    `json:"commits"`
-	Errors     int64    `json:"errors"`
-	FirstError string   `json:"first_error,omitempty"`
-	LatUS      []int64  `json:"lat_us"`  // committed transactions, begin to commit
-	HWMkB      int64    `json:"hwm_kb"`  // VmHWM after the run, before db.Close
-	RSSkB      int64    `json:"rss_kb"`  // VmRSS after the run, before db.Close
-	FDsBefore  int      `json:"fds_pre"` // open descriptors before sql.Open
-	FDsAfter   int      `json:"fds_end"` // open descriptors after db.Close
-	NewFDs     []string `json:"new_fds,omitempty"`
-}
-
-// roleBenchRMW opens CLEOLEASE_DSN with CLEOLEASE_DRIVER ("sqlite3" or
-// "cleolease"), says "READY pid", waits for "go" on stdin, then runs
-// CLEOLEASE_G goroutines of read-modify-write transactions (CLEOLEASE_WORK
-// of time.Sleep inside each) for CLEOLEASE_DURATION, closes the database
-// and says "RESULT {json}" (a benchChildResult). CLEOLEASE_PROC is its
-// index, written to the log rows.
+// roleBenchRMW is one worker of BenchmarkContention and
+// BenchmarkResources: it opens CLEOLEASE_DSN (a file path) as the peer of
+// the workload.Spec in CLEOLEASE_SPEC (JSON) does and runs it
+// (workload.Worker.Measure: OPENED, GO, progress, RESULT). Its Result
+// carries, in Extra, hwm_kb and rss_kb (VmHWM and VmRSS after the run,
+// before db.Close), fds_pre (open descriptors before the open) and
+// fds_end (after db.Close), and in Notes the descriptors left open (on
+// Linux; elsewhere it reports no Extra).
 func roleBenchRMW() int {
 	fail := func(err error) int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	drv := os.Getenv("CLEOLEASE_DRIVER")
-	proc, err := strconv.Atoi(os.Getenv("CLEOLEASE_PROC"))
-	if err != nil {
+	var s workload.Spec
+	if err := json.Unmarshal([]byte(os.Getenv("CLEOLEASE_SPEC")), &s); err != nil {
 		return fail(err)
 	}
-	goroutines, err := strconv.Atoi(os.Getenv("CLEOLEASE_G"))
-	if err != nil {
-		return fail(err)
-	}
-	work, err := time.ParseDuration(os.Getenv("CLEOLEASE_WORK"))
-	if err != nil {
-		return fail(err)
-	}
-	d, err := time.ParseDuration(os.Getenv("CLEOLEASE_DURATION"))
-	if err != nil {
-		return fail(err)
-	}
+	path := os.Getenv("CLEOLEASE_DSN")
 
 	// Make sure the Go runtime's poller (an epoll and an eventfd
 	// descriptor, kept for the life of the process) has started, by
@@ -97,107 +76,34 @@ func roleBenchRMW() int {
 		r.Close()
 		w.Close()
 	}
-	before, err := benchFDs()
-	if err != nil {
-		return fail(err)
-	}
-
+	before, fdErr := benchFDs() // Linux only: elsewhere no resource figures
 	ctx := context.Background()
-	db, err := sql.Open(drv, os.Getenv("CLEOLEASE_DSN"))
-	if err == nil {
-		err = db.PingContext(ctx)
-	}
+	db, err := workload.Open(ctx, s.Peer, path, s.Sync)
 	if err != nil {
 		return fail(err)
 	}
-	if drv == "cleolease" {
-		ctx = cleolease.WithLane(ctx, "main", "bench")
-	}
-	fmt.Println("READY", os.Getpid())
-	in := bufio.NewScanner(os.Stdin)
-	if !in.Scan() || in.Text() != "go" {
-		return fail(fmt.Errorf("want go, got %q (%v)", in.Text(), in.Err()))
-	}
-
-	res := benchChildResult{FDsBefore: len(before)}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(d)
-	for g := range goroutines {
-		wg.Go(func() {
-			var lat []int64
-			var commits, errs int64
-			first := ""
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				if err := benchRMW(ctx, db, proc, g, work); err != nil {
-					errs++
-					if first == "" {
-						first = err.Error()
-					}
-					continue
-				}
-				lat = append(lat, time.Since(t0).Microseconds())
-				commits++
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			res.Commits += commits
-			res.Errors += errs
-			res.LatUS = append(res.LatUS, lat...)
-			if res.FirstError == "" {
-				res.FirstError = first
-			}
-		})
-	}
-	wg.Wait()
-	if res.HWMkB, res.RSSkB, err = benchVM(); err != nil {
+	w := workload.NewWorker(os.Stdin, os.Stdout)
+	res, err := w.Measure(ctx, db, s, path)
+	if err != nil {
 		return fail(err)
 	}
+	hwm, rss, vmErr := benchVM()
 	if err := db.Close(); err != nil {
 		return fail(err)
 	}
 	after, err := benchFDs()
-	if err != nil {
-		return fail(err)
-	}
-	res.FDsAfter = len(after)
-	for fd, target := range after {
-		if before[fd] != target {
-			res.NewFDs = append(res.NewFDs, fd+" -> "+target)
+	if fdErr == nil && err == nil && vmErr == nil {
+		res.Extra = map[string]int64{"hwm_kb": hwm, "rss_kb": rss, "fds_pre": int64(len(before)), "fds_end": int64(len(after))}
+		for fd, target := range after {
+			if before[fd] != target {
+				res.Notes = append(res.Notes, fd+" -> "+target)
+			}
 		}
 	}
-	out, err := json.Marshal(res)
-	if err != nil {
+	if err := w.Report(res); err != nil {
 		return fail(err)
 	}
-	fmt.Println("RESULT", string(out))
 	return 0
-}
-
-// benchRMW is one transaction of the workload, as in the contention tool:
-// read the counter, optionally work, write it back plus one, log the write.
-func benchRMW(ctx context.Context, db *sql.DB, proc, g int, work time.Duration) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	var n int64
-	err = tx.QueryRowContext(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n)
-	if err == nil {
-		if work > 0 {
-			time.Sleep(work) // simulated work inside the transaction
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE counter SET n = ? WHERE id = 1`, n+1)
-	}
-	if err == nil {
-		_, err = tx.ExecContext(ctx, `INSERT INTO log(proc, g, seen, at) VALUES (?, ?, ?, ?)`, proc, g, n, time.Now().UnixNano())
-	}
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // benchFDs lists this process's open descriptors and what they point to
@@ -243,97 +149,66 @@ func benchVM() (hwm, rss int64, err error) {
 	return hwm, rss, nil
 }
 
-// benchCreate makes a fresh counter database in a new temporary directory
-// with the raw driver and returns its path.
-func benchCreate(b *testing.B) string {
+// benchRound runs one round of s (Index set per process) on a fresh
+// counter database with procs bench-rmw workers, released together once
+// all have opened it, and returns their results and their lost updates.
+func benchRound(b *testing.B, s workload.Spec, procs int) ([]workload.Result, int64) {
 	b.Helper()
+	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "bench.db")
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=5000")
-	if err != nil {
+	if err := workload.CreateCounter(ctx, path); err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE counter(id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
-		INSERT INTO counter VALUES (1, 0);
-		CREATE TABLE log(id INTEGER PRIMARY KEY, proc INTEGER, g INTEGER, seen INTEGER, at INTEGER)`); err != nil {
-		b.Fatal(err)
-	}
-	return path
-}
-
-// benchVerify fails b unless the counter and the log both equal the commits
-// the children acknowledged (no lost or phantom update).
-func benchVerify(b *testing.B, path string, acked int64) {
-	b.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	var n, rows int64
-	if err := db.QueryRow(`SELECT (SELECT n FROM counter WHERE id = 1), (SELECT count(*) FROM log)`).Scan(&n, &rows); err != nil {
-		b.Fatal(err)
-	}
-	if n != acked || rows != acked {
-		b.Errorf("counter %d, log rows %d, acknowledged commits %d: %d lost updates", n, rows, acked, acked-n)
-	}
-}
-
-// benchRound starts procs bench-rmw children on dsn with the driver, lets
-// them go together once all are ready, and returns their results.
-func benchRound(b *testing.B, driver, dsn string, procs, goroutines int, work, d time.Duration) []benchChildResult {
-	b.Helper()
-	children := make([]*child, procs)
-	for i := range children {
-		c := startChild(b, "bench-rmw", dsn,
-			"CLEOLEASE_DRIVER="+driver,
-			"CLEOLEASE_PROC="+strconv.Itoa(i),
-			"CLEOLEASE_G="+strconv.Itoa(goroutines),
-			"CLEOLEASE_WORK="+work.String(),
-			"CLEOLEASE_DURATION="+d.String(),
-			proctest.GoraceNoExitSleep()) // race-built children: no 1 s sleep at exit
-		c.Out.Buffer(make([]byte, 0, 64<<10), 64<<20) // RESULT lines carry every latency
-		children[i] = c
-	}
-	for _, c := range children {
-		c.expect("READY")
-	}
-	for _, c := range children {
-		c.send("go")
-	}
-	results := make([]benchChildResult, procs)
-	for i, c := range children {
-		if err := json.Unmarshal([]byte(c.expect("RESULT")), &results[i]); err != nil {
+	cmds := make([]*exec.Cmd, procs)
+	for i := range cmds {
+		s.Index = i
+		spec, err := json.Marshal(s)
+		if err != nil {
 			b.Fatal(err)
 		}
-		if err := c.Cmd.Wait(); err != nil {
-			b.Errorf("child %d: %v", i, err)
-		}
-		if results[i].FirstError != "" {
-			b.Logf("%s child %d: %d errors, first: %s", driver, i, results[i].Errors, results[i].FirstError)
+		cmds[i] = proctest.Command("CLEOLEASE_ROLE=bench-rmw", "CLEOLEASE_DSN="+path, "CLEOLEASE_SPEC="+string(spec),
+			proctest.GoraceNoExitSleep()) // race-built children: no 1 s sleep at exit
+	}
+	f, err := workload.StartFleet(cmds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.Kill)
+	results, err := f.Measure(s.Duration, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Wait(); err != nil {
+		b.Error(err)
+	}
+	var acked int64
+	for _, r := range results {
+		acked += r.Commits
+		for class, msg := range r.Samples {
+			b.Logf("%s worker %d: %d %s errors, first: %s", s.Peer, r.Index, r.Errors[class], class, msg)
 		}
 	}
-	return results
-}
-
-// benchPercentile is the p-quantile of sorted latencies in milliseconds.
-func benchPercentile(sorted []int64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
+	lost, err := workload.VerifyCounter(ctx, path, acked)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return float64(sorted[int(p*float64(len(sorted)-1))]) / 1000
+	if lost != 0 {
+		b.Errorf("%s: %d lost updates (counter or log rows differ from the %d acknowledged commits)", s.Peer, lost, acked)
+	}
+	return results, lost
 }
 
-// BenchmarkContention measures several processes writing one SQLite file,
-// on raw go-sqlite3 (BEGIN IMMEDIATE via _txlock=immediate, WAL, 30 s busy
-// timeout: raw at its best) and on cleolease (lane main/bench), with
-// synchronous=NORMAL and with synchronous=FULL. Every transaction reads a
-// counter, writes it back plus one and inserts a log row, so lost updates
-// show in the data: the benchmark fails unless the counter and the log
-// equal the commits the processes acknowledged. Workloads:
-//
-//	load=4x2      4 processes × 2 goroutines, no work inside the transaction
-//	load=8x1-1ms  8 processes × 1 goroutine, 1 ms of time.Sleep inside each
+// BenchmarkContention measures several processes writing one SQLite file
+// (workload.Loads: 1x1, 4x2, 8x1-1ms, and with -contention.scaling
+// 16x1-1ms and 32x1-1ms) for each peer of workload.BenchPeers: txlock (raw
+// go-sqlite3, BeginTx with _txlock=immediate, WAL, 30 s busy timeout: raw
+// at its best), flock (txlock inside an exclusive flock on a side file, the
+// do-it-yourself fix; where flock(2) exists) and cleolease (lane
+// main/bench), with synchronous=NORMAL and (unless -contention.full=false)
+// FULL. Every
+// transaction reads a counter, writes it back plus one and inserts a log
+// row, so lost updates show in the data: the benchmark fails unless the
+// counter and the log equal the commits the processes acknowledged.
 //
 // Each iteration of b.N is one round: a fresh database, the processes
 // started, released together once all have opened it, and run for
@@ -341,28 +216,29 @@ func benchPercentile(sorted []int64, p float64) float64 {
 // commits/s (all processes), p50-ms, p99-ms and max-ms (latency of
 // committed transactions, begin to commit, pooled over the rounds),
 // fairness (min/max commits per process, mean of the rounds), errors
-// (failed transactions per round, mean) and peak-RSS-MB (the largest
-// VmHWM of any process, in MiB). ns/op, the round's wall time, is not
-// reported. It is meant to be run once per round and repeated:
+// (failed transactions per round, mean), lost (lost updates, total) and
+// peak-RSS-MB (the largest VmHWM of any process, in MiB). ns/op, the
+// round's wall time, is not reported. It is meant to be run once per round
+// and repeated:
 //
-//	go test -run XXX -bench Contention -benchtime 1x -count 5 . | tee contention.txt
+//	go test -run '^$' -bench Contention -benchtime 1x -count 5 . | tee contention.txt
 //	benchstat -col /driver contention.txt
 func BenchmarkContention(b *testing.B) {
-	loads := []struct {
-		name              string
-		procs, goroutines int
-		work              time.Duration
-	}{
-		{"4x2", 4, 2, 0},
-		{"8x1-1ms", 8, 1, time.Millisecond},
+	levels := []string{"NORMAL"}
+	if *benchFull {
+		levels = append(levels, "FULL")
 	}
-	for _, level := range []string{"NORMAL", "FULL"} {
+	for _, level := range levels {
 		b.Run("sync="+strings.ToLower(level), func(b *testing.B) {
-			for _, l := range loads {
-				b.Run("load="+l.name, func(b *testing.B) {
-					for _, driver := range []string{"raw", "cleolease"} {
-						b.Run("driver="+driver, func(b *testing.B) {
-							benchContention(b, driver, level, l.procs, l.goroutines, l.work)
+			for _, l := range workload.Loads {
+				if l.Scaling && !*benchScaling {
+					continue
+				}
+				b.Run("load="+l.ID, func(b *testing.B) {
+					for _, peer := range workload.BenchPeers {
+						b.Run("driver="+string(peer), func(b *testing.B) {
+							benchContention(b, workload.Spec{Peer: peer, Sync: level, Workload: "counter",
+								Goroutines: l.Goroutines, Duration: *benchDuration, Work: l.Work, Lane: "bench"}, l.Procs)
 						})
 					}
 				})
@@ -371,98 +247,73 @@ func BenchmarkContention(b *testing.B) {
 	}
 }
 
-// benchContention runs b.N rounds of one BenchmarkContention workload on
-// driver ("raw" or "cleolease") at synchronous level and reports the
+// benchContention runs b.N rounds of s on procs processes and reports the
 // metrics BenchmarkContention describes.
-func benchContention(b *testing.B, driver, level string, procs, goroutines int, work time.Duration) {
-	d := *benchDuration
-	var (
-		commits, errs int64
-		lat           []int64
-		fairness      float64
-		peakKB        int64
-	)
+func benchContention(b *testing.B, s workload.Spec, procs int) {
+	var all []workload.Result
+	var fairness float64
+	var errs, lost int64
 	for i := 0; i < b.N; i++ {
-		path := benchCreate(b)
-		name, dsn := "sqlite3", "file:"+path+"?"+fmt.Sprintf(benchRawQuery, level)
-		if driver == "cleolease" {
-			name, dsn = "cleolease", "file:"+path
-			if level != "NORMAL" {
-				dsn += "?_synchronous=" + level
-			}
-		}
-		results := benchRound(b, name, dsn, procs, goroutines, work, d)
-		var acked, lo, hi int64 = 0, -1, 0
-		for _, r := range results {
-			acked += r.Commits
-			errs += r.Errors
-			lat = append(lat, r.LatUS...)
-			peakKB = max(peakKB, r.HWMkB)
-			if lo < 0 || r.Commits < lo {
-				lo = r.Commits
-			}
-			hi = max(hi, r.Commits)
-		}
-		commits += acked
-		if hi > 0 {
-			fairness += float64(lo) / float64(hi)
-		}
-		benchVerify(b, path, acked)
+		results, l := benchRound(b, s, procs)
+		round := workload.Summarize(results, s.Goroutines, s.Duration)
+		fairness += round.Fairness
+		errs += round.Errs()
+		lost += l
+		all = append(all, results...)
 	}
-	slices.Sort(lat)
 	rounds := float64(b.N)
+	f := workload.Summarize(all, s.Goroutines, time.Duration(b.N)*s.Duration)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(commits)/(rounds*d.Seconds()), "commits/s")
-	b.ReportMetric(benchPercentile(lat, 0.50), "p50-ms")
-	b.ReportMetric(benchPercentile(lat, 0.99), "p99-ms")
-	b.ReportMetric(benchPercentile(lat, 1), "max-ms")
+	b.ReportMetric(f.CommitsPerSec, "commits/s")
+	b.ReportMetric(ms(f.P50), "p50-ms")
+	b.ReportMetric(ms(f.P99), "p99-ms")
+	b.ReportMetric(ms(f.Max), "max-ms")
 	b.ReportMetric(fairness/rounds, "fairness")
 	b.ReportMetric(float64(errs)/rounds, "errors")
-	b.ReportMetric(float64(peakKB)/1024, "peak-RSS-MB")
+	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(float64(f.PeakRSSkB)/1024, "peak-RSS-MB")
 }
 
 // BenchmarkResources measures what one process costs in memory with raw
-// go-sqlite3 and with cleolease (the target: a cleolease process holds at
-// most a few MB more). One process × 1 goroutine runs the uncontended
-// read-modify-write transaction (as BenchmarkContention, no work) for
-// -contention.duration (default 2s) and reports, per round: peak-RSS-MB
-// (VmHWM, MiB) and end-RSS-MB (VmRSS when the loop ends, before db.Close),
-// commits/s, and fds-left: descriptors open after db.Close minus those
-// open before sql.Open. The cleolease run fails if fds-left is above 0.
-// Over b.N rounds the RSS figures are the largest, commits/s the mean and
-// fds-left the largest. ns/op is not reported. Run it as
+// go-sqlite3 (txlock) and with cleolease (the target: a cleolease process
+// holds at most a few MB more). One process × 1 goroutine runs the
+// uncontended counter transaction for -contention.duration (default 2s)
+// and reports, per round: peak-RSS-MB (VmHWM, MiB) and end-RSS-MB (VmRSS
+// when the loop ends, before db.Close), commits/s, and fds-left:
+// descriptors open after db.Close minus those open before sql.Open. The
+// cleolease run fails if fds-left is above 0. Over b.N rounds the RSS
+// figures are the largest, commits/s the mean and fds-left the largest.
+// ns/op is not reported. Linux only (it reads /proc/self). Run it as
 //
-//	go test -run XXX -bench Resources -benchtime 1x -count 5 . | tee resources.txt
+//	go test -run '^$' -bench Resources -benchtime 1x -count 5 . | tee resources.txt
 //	benchstat -col /driver resources.txt
 //
 // Under -race the figures include the race detector's shadow memory.
 func BenchmarkResources(b *testing.B) {
-	for _, driver := range []string{"raw", "cleolease"} {
-		b.Run("driver="+driver, func(b *testing.B) {
-			d := *benchDuration
-			var commits, hwm, rss int64
-			fdsLeft := 0
+	if runtime.GOOS != "linux" {
+		b.Skip("reads /proc/self")
+	}
+	for _, peer := range []workload.Peer{workload.TxLock, workload.Cleolease} {
+		b.Run("driver="+string(peer), func(b *testing.B) {
+			s := workload.Spec{Peer: peer, Workload: "counter", Goroutines: 1, Duration: *benchDuration}
+			var commits, hwm, rss, fdsLeft int64
 			for i := 0; i < b.N; i++ {
-				path := benchCreate(b)
-				name, dsn := "sqlite3", "file:"+path+"?"+fmt.Sprintf(benchRawQuery, "NORMAL")
-				if driver == "cleolease" {
-					name, dsn = "cleolease", "file:"+path
-				}
-				r := benchRound(b, name, dsn, 1, 1, 0, d)[0]
-				benchVerify(b, path, r.Commits)
+				results, _ := benchRound(b, s, 1)
+				r := results[0]
 				commits += r.Commits
-				hwm, rss = max(hwm, r.HWMkB), max(rss, r.RSSkB)
-				left := r.FDsAfter - r.FDsBefore
+				hwm, rss = max(hwm, r.Extra["hwm_kb"]), max(rss, r.Extra["rss_kb"])
+				left := r.Extra["fds_end"] - r.Extra["fds_pre"]
 				fdsLeft = max(fdsLeft, left)
-				if len(r.NewFDs) > 0 {
-					b.Logf("%s: descriptors open after db.Close that were not before sql.Open: %v", driver, r.NewFDs)
+				if len(r.Notes) > 0 {
+					b.Logf("%s: descriptors open after db.Close that were not before sql.Open: %v", peer, r.Notes)
 				}
-				if driver == "cleolease" && left > 0 {
-					b.Errorf("cleolease: %d descriptors open before sql.Open, %d after db.Close", r.FDsBefore, r.FDsAfter)
+				if peer == workload.Cleolease && left > 0 {
+					b.Errorf("cleolease: %d descriptors open before sql.Open, %d after db.Close", r.Extra["fds_pre"], r.Extra["fds_end"])
 				}
 			}
 			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(float64(commits)/(float64(b.N)*d.Seconds()), "commits/s")
+			b.ReportMetric(float64(commits)/(float64(b.N)*s.Duration.Seconds()), "commits/s")
 			b.ReportMetric(float64(hwm)/1024, "peak-RSS-MB")
 			b.ReportMetric(float64(rss)/1024, "end-RSS-MB")
 			b.ReportMetric(float64(fdsLeft), "fds-left")

@@ -7,19 +7,29 @@ import (
 	"testing"
 
 	_ "github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/workload"
 )
 
-// BenchmarkUncontended compares one read-modify-write transaction in one
-// process on raw go-sqlite3 (BEGIN IMMEDIATE, the same pragmas) and on
-// cleolease (leased, fenced). benchstat can compare the two sub-benchmarks.
+// BenchmarkUncontended compares one read-modify-write transaction (a
+// SELECT and an UPDATE, smaller than workload.Counter's) in one process on
+// raw go-sqlite3 (the workload.TxLock peer: BEGIN IMMEDIATE, the same
+// pragmas) and on cleolease (leased, fenced). benchstat can compare the
+// two sub-benchmarks.
 func BenchmarkUncontended(b *testing.B) {
-	for _, bc := range []struct{ name, driver, query string }{
-		{"raw", "sqlite3", "?_busy_timeout=30000&_journal_mode=WAL&_synchronous=NORMAL&_fk=1&_txlock=immediate"},
-		{"cleolease", "cleolease", ""},
+	for _, bc := range []struct {
+		name string
+		peer workload.Peer
+	}{
+		{"raw", workload.TxLock},
+		{"cleolease", workload.Cleolease},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench.db")
-			db, err := sql.Open(bc.driver, "file:"+path+bc.query)
+			dsn, err := bc.peer.DSN(path, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			db, err := sql.Open(bc.peer.DriverName(), dsn)
 			if err != nil {
 				b.Fatal(err)
 			}

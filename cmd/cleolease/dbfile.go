@@ -8,11 +8,11 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/workload"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -68,20 +68,9 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
-// fileURI returns an SQLite "file:" URI for path (made absolute) with the
-// given query, escaping what SQLite's URI parser would otherwise read as
-// syntax ('?', '#', '%').
-func fileURI(path, query string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	u := "file:" + (&url.URL{Path: abs}).EscapedPath()
-	if query != "" {
-		u += "?" + query
-	}
-	return u, nil
-}
+// fileURI returns an SQLite "file:" URI for path with the given query
+// (workload.FileURI: absolute, with SQLite's URI syntax escaped).
+var fileURI = workload.FileURI
 
 // readOnly runs fn on a connection to path that writes nothing and
 // creates no file (lease.ReadOnly), after checking the file; failures to

@@ -18,11 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/workload"
 	"github.com/cleocode/cleolease/migrate"
 )
-
-// rawDemoQuery is the DSN query of "the usual" go-sqlite3 set-up.
-const rawDemoQuery = "_busy_timeout=5000&_journal_mode=WAL"
 
 type demoOptions struct {
 	workers    int
@@ -42,7 +40,7 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run one multi-process workload on raw go-sqlite3 and on cleolease, side by side",
 		Long: `demo needs no set-up. It creates a temporary database, then runs the same
 workload twice with --workers processes, once on raw go-sqlite3 with the usual
-DSN (` + rawDemoQuery + `, plain BEGIN) and once on cleolease
+DSN (` + workload.RawQuery + `, plain BEGIN) and once on cleolease
 (sql.Open("cleolease", ...)):
 
  1. every process starts at the same moment and migrates the database to an
@@ -134,27 +132,15 @@ type versionRuns struct {
 	Applications int    `json:"applications"`
 }
 
-// verification is what the data says after a run.
-type verification struct {
-	Acknowledged    int64  `json:"acknowledged_commits"` // commits the workers saw succeed
-	AuditRows       int64  `json:"audit_rows"`
-	RevMismatch     int64  `json:"rev_mismatch"`     // Σ |projects.rev − its audit rows|
-	OpenMismatch    int64  `json:"open_mismatch"`    // Σ |projects.open_tasks − its open tasks|
-	CommentMismatch int64  `json:"comment_mismatch"` // Σ |tasks.comment_count − its comments|
-	LostUpdates     int64  `json:"lost_updates"`     // all of the above plus |audit rows − acknowledged|
-	Integrity       string `json:"integrity"`        // PRAGMA quick_check
-	FKViolations    int64  `json:"fk_violations"`
-}
-
 type demoRun struct {
-	Driver     string          `json:"driver"`
-	Label      string          `json:"label"`
-	DB         string          `json:"db"`
-	WorkloadDB string          `json:"workload_db"`
-	Setup      string          `json:"setup"`
-	Migrations migrationReport `json:"migrations"`
-	Load       loadFigures     `json:"load"`
-	Check      verification    `json:"check"`
+	Driver     workload.Peer         `json:"driver"`
+	Label      string                `json:"label"`
+	DB         string                `json:"db"`
+	WorkloadDB string                `json:"workload_db"`
+	Setup      string                `json:"setup"`
+	Migrations migrationReport       `json:"migrations"`
+	Load       workload.Figures      `json:"load"`
+	Check      workload.TrackerCheck `json:"check"`
 }
 
 type demoReport struct {
@@ -187,7 +173,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, o demoOptions) error
 	if err != nil {
 		return failf("%v", err)
 	}
-	paths := map[string]string{}
+	paths := map[workload.Peer]string{}
 	kept := o.db != ""
 	if kept {
 		ext := filepath.Ext(o.db)
@@ -218,7 +204,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, o demoOptions) error
 	ui := newProgress(stderr, o.asJSON && !isTerminal(stderr))
 	ui.step("cleolease demo: %d workers × %d goroutine(s), %s per run, %d migrations (%s)",
 		o.workers, o.goroutines, o.duration, len(versions), set)
-	for _, driver := range []string{"raw", "cleolease"} {
+	for _, driver := range []workload.Peer{workload.Raw, workload.Cleolease} {
 		run, err := demoOnce(ctx, ui, o, driver, paths[driver], fsys, versions, set)
 		if err != nil {
 			return failf("%s run: %v", driver, err)
@@ -260,11 +246,11 @@ func createDemoDB(ctx context.Context, path string) error {
 	return err
 }
 
-func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver, path string, fsys fs.FS, versions []uint64, set string) (demoRun, error) {
+func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver workload.Peer, path string, fsys fs.FS, versions []uint64, set string) (demoRun, error) {
 	run := demoRun{Driver: driver, DB: path}
-	if driver == "raw" {
+	if driver == workload.Raw {
 		run.Label = "raw go-sqlite3"
-		run.Setup = `sql.Open("sqlite3", "file:…?` + rawDemoQuery + `"), db.BeginTx; golang-migrate Up in every process`
+		run.Setup = `sql.Open("sqlite3", "file:…?` + workload.RawQuery + `"), db.BeginTx; golang-migrate Up in every process`
 	} else {
 		run.Label = "cleolease"
 		run.Setup = `cleolease.OpenDB(Config{SQLiteDSN: "file:…", MigrationsFS: …}), db.BeginTx; migrations at cold open`
@@ -291,8 +277,8 @@ func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver, path s
 func demoFleet(ctx context.Context, ui *progressUI, o demoOptions, run *demoRun, path string, fsys fs.FS, versions []uint64, set string, try int) error {
 	specs := make([]workerSpec, o.workers)
 	for i := range specs {
-		specs[i] = workerSpec{Index: i, Driver: run.Driver, RawQuery: rawDemoQuery, Workload: "tracker",
-			Goroutines: o.goroutines, Duration: o.duration, Work: o.work,
+		specs[i] = workerSpec{Spec: workload.Spec{Index: i, Peer: run.Driver, Workload: "tracker",
+			Goroutines: o.goroutines, Duration: o.duration, Work: o.work},
 			MigrateDB: path, Migrations: o.migrations, Table: o.table}
 	}
 	migStart := time.Now()
@@ -313,7 +299,7 @@ func demoFleet(ctx context.Context, ui *progressUI, o demoOptions, run *demoRun,
 			run.Migrations = mr
 			ui.step("%s: migrated in %s; max applications %d; %d/%d processes failed; version %s",
 				run.Label, fmtAge(mr.Slowest), mr.MaxApplications, mr.Failed, o.workers, shortState(mr.Final))
-			if run.Driver == "raw" && !mr.Collided && try < demoRaceTries {
+			if run.Driver == workload.Raw && !mr.Collided && try < demoRaceTries {
 				ui.step("%s: no collision this time (try %d of up to %d); again on a fresh file", run.Label, try, demoRaceTries)
 				return "", errRetryRace
 			}
@@ -331,7 +317,7 @@ func demoFleet(ctx context.Context, ui *progressUI, o demoOptions, run *demoRun,
 				}
 			}
 			run.WorkloadDB = wdb
-			if err := seedTracker(ctx, wdb); err != nil {
+			if err := workload.SeedTracker(ctx, wdb); err != nil {
 				return "", fmt.Errorf("seed: %w", err)
 			}
 			ui.start(run.Label, o.duration)
@@ -347,8 +333,11 @@ func demoFleet(ctx context.Context, ui *progressUI, o demoOptions, run *demoRun,
 		ui.done("failed")
 		return err
 	}
-	run.Load = summarize(results, o.goroutines, o.duration)
-	run.Check, err = verifyTracker(ctx, run.WorkloadDB, run.Load.Commits)
+	run.Load = workload.Summarize(results, o.goroutines, o.duration)
+	err = readOnly(ctx, run.WorkloadDB, func(db *sql.DB) (err error) {
+		run.Check, err = workload.VerifyTracker(ctx, db, run.Load.Commits)
+		return err
+	})
 	if err != nil {
 		ui.done("failed")
 		return fmt.Errorf("verify: %w", err)
@@ -403,30 +392,10 @@ func analyzeMigrations(ctx context.Context, path string, outs []migrationOutcome
 		if mr.Final, err = readMigrationState(ctx, db, table); err != nil {
 			return err
 		}
-		mr.SchemaUsable = trackerSchemaUsable(ctx, db)
+		mr.SchemaUsable = workload.TrackerSchemaUsable(ctx, db)
 		return nil
 	})
 	return mr, err
-}
-
-// trackerSchemaUsable reports whether the tables and columns the workload
-// uses exist.
-func trackerSchemaUsable(ctx context.Context, db *sql.DB) bool {
-	for _, q := range []string{
-		`SELECT id, name, rev, open_tasks FROM projects LIMIT 0`,
-		`SELECT id, project_id, title, status, priority, comment_count, updated_at FROM tasks LIMIT 0`,
-		`SELECT id, task_id, author, body, created_at FROM comments LIMIT 0`,
-		`SELECT id, name FROM tags LIMIT 0`,
-		`SELECT task_id, tag_id FROM task_tags LIMIT 0`,
-		`SELECT project_id, task_id, actor, kind, at FROM activity LIMIT 0`,
-	} {
-		rows, err := db.QueryContext(ctx, q)
-		if err != nil {
-			return false
-		}
-		rows.Close()
-	}
-	return true
 }
 
 // createWorkloadDB creates path with the embedded schema, migrated by this
@@ -441,69 +410,6 @@ func createWorkloadDB(ctx context.Context, path, table string) error {
 		return err
 	}
 	return migrate.Up(ctx, migrate.Options{DSN: dsn, FS: demoMigrations(), Table: table})
-}
-
-// seedTracker creates the projects and tasks the workload works on.
-func seedTracker(ctx context.Context, path string) error {
-	dsn, err := fileURI(path, "_busy_timeout=10000&_txlock=immediate")
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, name := range []string{"website", "mobile app", "billing", "infrastructure"} {
-		var id int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO projects (name, open_tasks) VALUES (?, 20) RETURNING id`, name).Scan(&id); err != nil {
-			return err
-		}
-		for i := 1; i <= 20; i++ {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (project_id, title, priority) VALUES (?, ?, ?)`,
-				id, fmt.Sprintf("%s: backlog item %d", name, i), 1+i%9); err != nil {
-				return err
-			}
-		}
-	}
-	return tx.Commit()
-}
-
-// verifyTracker checks the data against itself and against the commits
-// the workers saw succeed.
-func verifyTracker(ctx context.Context, path string, acked int64) (verification, error) {
-	v := verification{Acknowledged: acked}
-	err := readOnly(ctx, path, func(db *sql.DB) error {
-		for _, q := range []struct {
-			dst *int64
-			sql string
-		}{
-			{&v.AuditRows, `SELECT count(*) FROM activity`},
-			{&v.RevMismatch, `SELECT coalesce(sum(abs(p.rev - (SELECT count(*) FROM activity a WHERE a.project_id = p.id))), 0) FROM projects p`},
-			{&v.OpenMismatch, `SELECT coalesce(sum(abs(p.open_tasks - (SELECT count(*) FROM tasks t WHERE t.project_id = p.id AND t.status = 'open'))), 0) FROM projects p`},
-			{&v.CommentMismatch, `SELECT coalesce(sum(abs(t.comment_count - (SELECT count(*) FROM comments c WHERE c.task_id = t.id))), 0) FROM tasks t`},
-			{&v.FKViolations, `SELECT count(*) FROM pragma_foreign_key_check`},
-		} {
-			if err := db.QueryRowContext(ctx, q.sql).Scan(q.dst); err != nil {
-				return err
-			}
-		}
-		return db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&v.Integrity)
-	})
-	if err != nil {
-		return v, err
-	}
-	diff := v.AuditRows - v.Acknowledged
-	if diff < 0 {
-		diff = -diff
-	}
-	v.LostUpdates = v.RevMismatch + v.OpenMismatch + v.CommentMismatch + diff
-	return v, nil
 }
 
 // printDemo writes the side-by-side report.
@@ -527,7 +433,7 @@ func printDemo(w io.Writer, rep demoReport) {
 	fmt.Fprintln(w)
 	t := newTable(w, "", raw.Label, cl.Label)
 	row := func(label string, f func(r demoRun) string) { t.Append([]string{label, f(raw), f(cl)}) }
-	lease := func(f func(c *leaseCounters) int64) func(r demoRun) string {
+	lease := func(f func(c *workload.LeaseCounters) int64) func(r demoRun) string {
 		return func(r demoRun) string {
 			if r.Load.Lease == nil {
 				return "n/a"
@@ -552,9 +458,9 @@ func printDemo(w io.Writer, rep demoReport) {
 		}
 		return fmtInt(r.Load.Lease.Grants)
 	})
-	row("lease hand-offs", lease(func(c *leaseCounters) int64 { return c.Handoffs }))
-	row("degraded grants", lease(func(c *leaseCounters) int64 { return c.Degraded }))
-	row("fenced commits", lease(func(c *leaseCounters) int64 { return c.Fenced }))
+	row("lease hand-offs", lease(func(c *workload.LeaseCounters) int64 { return c.Handoffs }))
+	row("degraded grants", lease(func(c *workload.LeaseCounters) int64 { return c.Degraded }))
+	row("fenced commits", lease(func(c *workload.LeaseCounters) int64 { return c.Fenced }))
 	row("max applications/migration", func(r demoRun) string { return strconv.Itoa(r.Migrations.MaxApplications) })
 	row("migrations applied 2+ times", func(r demoRun) string {
 		return fmt.Sprintf("%d of %d", r.Migrations.Duplicated, len(r.Migrations.Versions))
@@ -687,9 +593,8 @@ func opMix(ops map[string]int64) string {
 	if total == 0 {
 		return "add task (INSERT … RETURNING), comment, batch update"
 	}
-	names := []string{"add task", "comment", "batch update"}
 	var parts []string
-	for _, n := range names {
+	for _, n := range workload.TrackerOps {
 		parts = append(parts, fmt.Sprintf("%s %d%%", n, (ops[n]*100+total/2)/total))
 	}
 	return strings.Join(parts, ", ") + " (add task uses INSERT … RETURNING)"

@@ -5,10 +5,18 @@
 //	cleolease status DB [--json] [--watch]
 //	cleolease migrate DB --source URL {up|down N|goto V|version|force V}
 //	cleolease break DB --scope S --lane L [--force]
-//	cleolease bench [--duration D] [--runs N]
+//	cleolease bench [--duration D] [--runs N] [--only LOAD,…] [--scaling] [--sync LEVEL]
 //
 // Exit status: 0 on success, 1 when the command failed, 2 for a usage error.
 // Every error is one line on standard error.
+//
+// Where things are: the operational commands are status.go, break.go and
+// migrate.go, with what they share in dbfile.go (opening a file read-only,
+// the version table), inspect.go, migrations.go (migration sources) and
+// args.go. The measurements are demo.go (with demo_migrations.go, its
+// embedded schema) and bench.go; their worker processes are worker.go,
+// their output progress.go and format.go. The workload they run, and
+// BenchmarkContention with them, is internal/workload.
 package main
 
 import (
@@ -94,7 +102,7 @@ migrations run exactly once, under the cold-open lease.
 This command shows the problem and the fix (demo), inspects a file (status),
 runs migrations under the cold-open lease (migrate), releases a lane held by
 a dead or hung holder (break) and measures the driver against raw
-go-sqlite3 (bench).`,
+go-sqlite3 and against a flock around each transaction (bench).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          noArgs,

@@ -1,60 +1,47 @@
 package main
 
 // The worker: a hidden subcommand the demo and bench re-execute
-// (os.Executable) once per worker process. It talks to its parent in lines:
+// (os.Executable) once per worker process, and runFleet, the parent side.
+// Before internal/workload's protocol (OPENED, GO, progress, RESULT) they
+// run the demo's start-up phase:
 //
 //	worker → READY
 //	parent → MIGRATE          worker migrates spec.MigrateDB (if set)
 //	worker → MIGRATED {json}  its migrationOutcome
 //	parent → OPEN PATH        the database the workload runs on
-//	worker → OPENED
-//	parent → GO               run the workload for spec.Duration
-//	worker → P COMMITS ERRORS every 100 ms while running
-//	worker → RESULT {json}    its workerResult, then it exits
 //
 // The barriers make every worker migrate at the same moment (the race a
 // naive application has at start-up) and start the workload together.
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
+	"os/exec"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	msqlite "github.com/golang-migrate/migrate/v4/database/sqlite3"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/mattn/go-sqlite3"
 	"github.com/spf13/cobra"
 
 	"github.com/cleocode/cleolease"
-	"github.com/cleocode/cleolease/lease"
+	"github.com/cleocode/cleolease/internal/workload"
 	cleomigrate "github.com/cleocode/cleolease/migrate"
 )
 
-// workerSpec is what the parent asks of one worker process.
+// workerSpec is what the parent asks of one worker process: the workload
+// and, for the demo, the start-up migration.
 type workerSpec struct {
-	Index      int           `json:"index"`
-	Driver     string        `json:"driver"`      // "raw" or "cleolease"
-	RawQuery   string        `json:"raw_query"`   // go-sqlite3 DSN query (raw)
-	LeaseQuery string        `json:"lease_query"` // extra DSN query (cleolease)
-	Workload   string        `json:"workload"`    // "tracker" or "counter"
-	Goroutines int           `json:"goroutines"`
-	Duration   time.Duration `json:"duration"`
-	Work       time.Duration `json:"work"` // simulated work inside each transaction
-	MigrateDB  string        `json:"migrate_db,omitempty"`
-	Migrations string        `json:"migrations,omitempty"` // "" embedded demo set, else a directory
-	Table      string        `json:"table"`
+	workload.Spec
+	MigrateDB  string `json:"migrate_db,omitempty"`
+	Migrations string `json:"migrations,omitempty"` // "" embedded demo set, else a directory
+	Table      string `json:"table,omitempty"`
 }
 
 // migrationOutcome is how one worker's start-up migration went.
@@ -63,23 +50,6 @@ type migrationOutcome struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Outcome string        `json:"outcome"` // "ok", "no change", or a failure class
 	Error   string        `json:"error,omitempty"`
-}
-
-// workerResult is one worker's workload figures.
-type workerResult struct {
-	Index     int               `json:"index"`
-	PID       int               `json:"pid"`
-	Commits   int64             `json:"commits"`
-	Errors    map[string]int64  `json:"errors"`
-	Samples   map[string]string `json:"samples,omitempty"` // one message per error class
-	Ops       map[string]int64  `json:"ops"`
-	Latencies []int64           `json:"lat_us"` // committed transactions, begin to commit
-	// Landed is, for each committed write, the time from its first attempt
-	// to its commit: failed attempts (lock errors) are retried at once, as
-	// an application would, and their time counts.
-	Landed []int64 `json:"land_us"`
-	// Lease is the cleolease driver's counters in this process (nil raw).
-	Lease *lease.StatsSnapshot `json:"lease,omitempty"`
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -101,37 +71,14 @@ func newWorkerCmd() *cobra.Command {
 	return cmd
 }
 
-type workerIO struct {
-	in  *bufio.Scanner
-	mu  sync.Mutex
-	out io.Writer
-}
-
-func (w *workerIO) say(format string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	fmt.Fprintf(w.out, format+"\n", args...)
-}
-
-func (w *workerIO) expect(prefix string) (string, error) {
-	if !w.in.Scan() {
-		return "", fmt.Errorf("parent went away before %s", prefix)
-	}
-	line := w.in.Text()
-	if !strings.HasPrefix(line, prefix) {
-		return "", fmt.Errorf("parent said %q, want %s", line, prefix)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, prefix)), nil
-}
-
 func runWorker(ctx context.Context, s workerSpec, stdin io.Reader, stdout io.Writer) error {
-	w := &workerIO{in: bufio.NewScanner(stdin), out: stdout}
+	w := workload.NewWorker(stdin, stdout)
 	var step func() (migrationOutcome, *sql.DB)
 	if s.MigrateDB != "" {
 		step = prepareMigration(ctx, s)
 	}
-	w.say("READY")
-	if _, err := w.expect("MIGRATE"); err != nil {
+	w.Say("READY")
+	if _, err := w.Expect("MIGRATE"); err != nil {
 		return err
 	}
 	var out migrationOutcome
@@ -141,73 +88,94 @@ func runWorker(ctx context.Context, s workerSpec, stdin io.Reader, stdout io.Wri
 	}
 	out.PID = os.Getpid()
 	b, _ := json.Marshal(out)
-	w.say("MIGRATED %s", b)
+	w.Say("MIGRATED %s", b)
 
-	path, err := w.expect("OPEN")
+	path, err := w.Expect("OPEN")
 	if err != nil {
 		return err
 	}
-	var db *sql.DB
-	if mdb != nil && path == s.MigrateDB {
-		db = mdb
-	} else {
+	db := mdb
+	if mdb == nil || path != s.MigrateDB {
 		if mdb != nil {
 			mdb.Close()
 		}
-		if db, err = openWorkload(ctx, s, path); err != nil {
+		if db, err = workload.Open(ctx, s.Peer, path, s.Sync); err != nil {
 			return err
 		}
 	}
 	defer db.Close()
-	wl, err := newWorkload(ctx, s, db)
+	res, err := w.Measure(ctx, db, s.Spec, path)
 	if err != nil {
 		return err
 	}
-	w.say("OPENED")
-	if _, err := w.expect("GO"); err != nil {
-		return err
+	return w.Report(res)
+}
+
+// fleetRun is one pass of the worker protocol from the parent.
+type fleetRun struct {
+	specs []workerSpec
+	// migrating is called once when the migration barrier opens.
+	migrating func()
+	// migrated runs after every worker reported MIGRATED and returns the
+	// database the workload runs on.
+	migrated func(outs []migrationOutcome) (workloadDB string, err error)
+	// ticker is called about every 100 ms while the workload runs.
+	ticker func(elapsed time.Duration, commits, errs int64)
+}
+
+func (fr fleetRun) run(ctx context.Context) ([]migrationOutcome, []workload.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
 	}
-	res := wl.run(ctx, s, func(commits, errs int64) { w.say("P %d %d", commits, errs) })
-	res.Index, res.PID = s.Index, os.Getpid()
-	if s.Driver == "cleolease" {
-		if st, err := cleolease.Stats(ctx, db); err == nil {
-			res.Lease = &st
+	cmds := make([]*exec.Cmd, len(fr.specs))
+	for i, s := range fr.specs {
+		b, _ := json.Marshal(s)
+		cmds[i] = exec.CommandContext(ctx, exe, "worker", "--spec", string(b))
+		cmds[i].WaitDelay = 5 * time.Second
+	}
+	f, err := workload.StartFleet(cmds)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Kill()
+		}
+	}()
+	if _, err := f.Gather("READY"); err != nil {
+		return nil, nil, err
+	}
+	if fr.migrating != nil {
+		fr.migrating()
+	}
+	if err := f.Broadcast("MIGRATE"); err != nil {
+		return nil, nil, err
+	}
+	lines, err := f.Gather("MIGRATED")
+	if err != nil {
+		return nil, nil, err
+	}
+	outs := make([]migrationOutcome, len(lines))
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &outs[i]); err != nil {
+			return nil, nil, failf("worker %d: bad MIGRATED: %v", i, err)
 		}
 	}
-	b, err = json.Marshal(res)
+	wdb, err := fr.migrated(outs)
 	if err != nil {
-		return err
+		return outs, nil, err
 	}
-	w.say("RESULT %s", b)
-	return nil
-}
-
-// dsnFor is the DSN a worker opens path with.
-func dsnFor(s workerSpec, path string) (string, error) {
-	if s.Driver == "raw" {
-		return fileURI(path, s.RawQuery)
+	if err := f.Broadcast("OPEN " + wdb); err != nil {
+		return outs, nil, err
 	}
-	return fileURI(path, s.LeaseQuery)
-}
-
-func openWorkload(ctx context.Context, s workerSpec, path string) (*sql.DB, error) {
-	dsn, err := dsnFor(s, path)
+	results, err := f.Measure(fr.specs[0].Duration, fr.ticker)
 	if err != nil {
-		return nil, err
+		return outs, nil, err
 	}
-	name := "sqlite3"
-	if s.Driver == "cleolease" {
-		name = "cleolease"
-	}
-	db, err := sql.Open(name, dsn)
-	if err != nil {
-		return nil, err
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	ok = true
+	return outs, results, f.Wait()
 }
 
 func workerMigrations(s workerSpec) (fs.FS, error) {
@@ -218,11 +186,11 @@ func workerMigrations(s workerSpec) (fs.FS, error) {
 	return countingFS(fsys, os.Getpid())
 }
 
-// prepareMigration does, before the start barrier, what each driver's
-// user does before migrating, and returns the migration step itself, run
-// when the barrier opens: raw, every process runs golang-migrate itself
-// (the naive application: its own *sql.DB, WithInstance, then Up);
-// cleolease, the first connection runs the migrations at cold open
+// prepareMigration does, before the start barrier, what each peer's user
+// does before migrating, and returns the migration step itself, run when
+// the barrier opens: raw, every process runs golang-migrate itself (the
+// naive application: its own *sql.DB, WithInstance, then Up); cleolease,
+// the first connection runs the migrations at cold open
 // (Config.MigrationsFS) under the cold-open lease. The step returns the
 // cleolease handle, reused for the workload.
 func prepareMigration(ctx context.Context, s workerSpec) func() (migrationOutcome, *sql.DB) {
@@ -236,11 +204,11 @@ func prepareMigration(ctx context.Context, s workerSpec) func() (migrationOutcom
 	if err != nil {
 		return failed(err)
 	}
-	dsn, err := dsnFor(s, s.MigrateDB)
+	dsn, err := s.Peer.DSN(s.MigrateDB, s.Sync)
 	if err != nil {
 		return failed(err)
 	}
-	if s.Driver == "raw" {
+	if s.Peer != workload.Cleolease {
 		m, err := naiveMigrator(dsn, fsys, s.Table)
 		if err != nil {
 			return failed(err)
@@ -312,319 +280,15 @@ func classifyMigration(err error) (string, string) {
 	case errors.Is(err, migrate.ErrNoChange):
 		return "no change", ""
 	case errors.As(err, &dirty), errors.Is(err, cleomigrate.ErrDirty) && !errors.Is(err, cleomigrate.ErrFailed):
-		return "refused: dirty", shortErr(err)
-	case isLockErr(err):
-		return "failed: database is locked", shortErr(err)
+		return "refused: dirty", workload.ShortErr(err)
+	case workload.IsLockErr(err):
+		return "failed: database is locked", workload.ShortErr(err)
 	}
 	msg := err.Error()
 	for _, s := range []string{"already exists", "duplicate column", "UNIQUE constraint failed", "no such table", "no such column"} {
 		if strings.Contains(msg, s) {
-			return "failed: " + s, shortErr(err)
+			return "failed: " + s, workload.ShortErr(err)
 		}
 	}
-	return "failed", shortErr(err)
-}
-
-// shortErr is an error on one line without the migration text
-// golang-migrate appends ("… in line 0: CREATE TABLE …").
-func shortErr(err error) string {
-	s := oneLine(err.Error())
-	if i := strings.Index(s, " in line "); i > 0 {
-		s = s[:i]
-	}
-	if len(s) > 240 {
-		s = s[:240] + "…"
-	}
-	return s
-}
-
-func isLockErr(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "database is locked") || strings.Contains(s, "database table is locked") || strings.Contains(s, "SQLITE_BUSY")
-}
-
-// classifyTx names a failed transaction's error class.
-func classifyTx(err error) string {
-	switch {
-	case isLockErr(err):
-		return "locked"
-	case errors.Is(err, cleolease.ErrLeaseLost):
-		return "lease lost"
-	case errors.Is(err, cleolease.ErrLeaseUnavailable):
-		return "lease unavailable"
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return "cancelled"
-	}
-	return "other"
-}
-
-// workload is one kind of write transaction mix.
-type workload interface {
-	// tx runs one transaction on db and names its operation.
-	tx(ctx context.Context, db *sql.DB, g *goroutineState) (op string, err error)
-}
-
-type goroutineState struct {
-	rng   *rand.Rand
-	index int // worker index
-	g     int // goroutine index
-	work  time.Duration
-}
-
-// think simulates work done inside the transaction.
-func (g *goroutineState) think() {
-	if g.work > 0 {
-		time.Sleep(g.work)
-	}
-}
-
-type workloadRunner struct {
-	db *sql.DB
-	w  workload
-}
-
-func newWorkload(ctx context.Context, s workerSpec, db *sql.DB) (*workloadRunner, error) {
-	var w workload
-	switch s.Workload {
-	case "tracker":
-		t := &tracker{}
-		if err := t.load(ctx, db); err != nil {
-			return nil, err
-		}
-		w = t
-	case "counter":
-		w = counter{}
-	default:
-		return nil, fmt.Errorf("unknown workload %q", s.Workload)
-	}
-	return &workloadRunner{db: db, w: w}, nil
-}
-
-func (r *workloadRunner) run(ctx context.Context, s workerSpec, progress func(commits, errs int64)) workerResult {
-	deadline := time.Now().Add(s.Duration)
-	var commits, errs atomic.Int64
-	res := workerResult{Errors: map[string]int64{}, Samples: map[string]string{}, Ops: map[string]int64{}}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for g := range max(s.Goroutines, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := &goroutineState{rng: rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(g))), index: s.Index, g: g, work: s.Work}
-			var lat, landed []int64
-			errsBy := map[string]int64{}
-			samples := map[string]string{}
-			ops := map[string]int64{}
-			var first time.Time // the first attempt of the write being retried
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				t0 := time.Now()
-				if first.IsZero() {
-					first = t0
-				}
-				op, err := r.w.tx(ctx, r.db, st)
-				if err != nil {
-					c := classifyTx(err)
-					errsBy[c]++
-					if _, ok := samples[c]; !ok {
-						samples[c] = shortErr(err)
-					}
-					errs.Add(1)
-					continue
-				}
-				lat = append(lat, time.Since(t0).Microseconds())
-				landed = append(landed, time.Since(first).Microseconds())
-				first = time.Time{}
-				ops[op]++
-				commits.Add(1)
-			}
-			mu.Lock()
-			res.Latencies = append(res.Latencies, lat...)
-			res.Landed = append(res.Landed, landed...)
-			for k, v := range errsBy {
-				res.Errors[k] += v
-			}
-			for k, v := range samples {
-				res.Samples[k] = v
-			}
-			for k, v := range ops {
-				res.Ops[k] += v
-			}
-			mu.Unlock()
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			res.Commits = commits.Load()
-			progress(res.Commits, errs.Load())
-			return res
-		case <-tick.C:
-			progress(commits.Load(), errs.Load())
-		}
-	}
-}
-
-// tracker is the demo's task-tracker mix. Every transaction starts by
-// reading its project's counters and writes them back incremented
-// (read-modify-write), and inserts one audit row (activity), so the data
-// can be checked afterwards: projects.rev equals the project's audit rows,
-// projects.open_tasks its open tasks, tasks.comment_count the task's
-// comments, and the audit rows the commits the workers saw succeed.
-type tracker struct {
-	projects []int64
-	tags     []string
-}
-
-func (t *tracker) load(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT id FROM projects ORDER BY id`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		t.projects = append(t.projects, id)
-	}
-	rows.Close()
-	if len(t.projects) == 0 {
-		return errors.New("tracker workload: no projects")
-	}
-	rows, err = db.QueryContext(ctx, `SELECT name FROM tags ORDER BY id`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		t.tags = append(t.tags, n)
-	}
-	if len(t.tags) == 0 {
-		t.tags = []string{"none"}
-	}
-	return rows.Err()
-}
-
-func (t *tracker) tx(ctx context.Context, db *sql.DB, g *goroutineState) (string, error) {
-	p := t.projects[g.rng.IntN(len(t.projects))]
-	actor := fmt.Sprintf("worker-%d.%d", g.index, g.g)
-	now := time.Now().UnixMilli()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return "", err
-	}
-	op, err := t.body(ctx, tx, g, p, actor, now)
-	if err != nil {
-		tx.Rollback()
-		return "", err
-	}
-	return op, tx.Commit()
-}
-
-func (t *tracker) body(ctx context.Context, tx *sql.Tx, g *goroutineState, p int64, actor string, now int64) (string, error) {
-	var rev, open int64
-	if err := tx.QueryRowContext(ctx, `SELECT rev, open_tasks FROM projects WHERE id = ?`, p).Scan(&rev, &open); err != nil {
-		return "", err
-	}
-	g.think()
-	var op string
-	var taskID sql.NullInt64
-	switch r := g.rng.IntN(100); {
-	case r < 40: // a new task, its id from INSERT … RETURNING
-		op = "add task"
-		var id int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO tasks (project_id, title, priority) VALUES (?, ?, ?) RETURNING id`,
-			p, fmt.Sprintf("task by %s at %d", actor, now), 1+g.rng.IntN(9)).Scan(&id); err != nil {
-			return "", err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO task_tags (task_id, tag_id) SELECT ?, id FROM tags WHERE name = ?`,
-			id, t.tags[g.rng.IntN(len(t.tags))]); err != nil {
-			return "", err
-		}
-		taskID = sql.NullInt64{Int64: id, Valid: true}
-		open++
-	case r < 75: // a comment on a recent task, and the task's counter
-		op = "comment"
-		var id, n int64
-		err := tx.QueryRowContext(ctx, `SELECT id, comment_count FROM tasks WHERE project_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
-			p, g.rng.IntN(10)).Scan(&id, &n)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = tx.QueryRowContext(ctx, `SELECT id, comment_count FROM tasks WHERE project_id = ? ORDER BY id DESC LIMIT 1`, p).Scan(&id, &n)
-		}
-		if err != nil {
-			return "", err
-		}
-		var cid, created int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO comments (task_id, author, body) VALUES (?, ?, ?) RETURNING id, created_at`,
-			id, actor, "looks good to me").Scan(&cid, &created); err != nil {
-			return "", err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET comment_count = ?, updated_at = ? WHERE id = ?`, n+1, created, id); err != nil {
-			return "", err
-		}
-		taskID = sql.NullInt64{Int64: id, Valid: true}
-	default: // batch update: move up to 5 tasks on the board
-		op = "batch update"
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'done', updated_at = ? WHERE id IN
-			(SELECT id FROM tasks WHERE project_id = ? AND status = 'doing' ORDER BY priority, id LIMIT 5)`, now/1000, p); err != nil {
-			return "", err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'doing', updated_at = ? WHERE id IN
-			(SELECT id FROM tasks WHERE project_id = ? AND status = 'open' ORDER BY priority, id LIMIT 5)`, now/1000, p)
-		if err != nil {
-			return "", err
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return "", err
-		}
-		open -= k
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE projects SET rev = ?, open_tasks = ? WHERE id = ?`, rev+1, open, p); err != nil {
-		return "", err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO activity (project_id, task_id, actor, kind, at) VALUES (?, ?, ?, ?, ?)`,
-		p, taskID, actor, op, now); err != nil {
-		return "", err
-	}
-	return op, nil
-}
-
-// counter is the contention benchmark's transaction: read a counter,
-// write it back plus one, log the write (lost updates show as counter !=
-// rows).
-type counter struct{}
-
-func (counter) tx(ctx context.Context, db *sql.DB, g *goroutineState) (string, error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return "", err
-	}
-	var n int64
-	err = tx.QueryRowContext(ctx, `SELECT n FROM counter WHERE id = 1`).Scan(&n)
-	if err == nil {
-		g.think()
-		_, err = tx.ExecContext(ctx, `UPDATE counter SET n = ? WHERE id = 1`, n+1)
-	}
-	if err == nil {
-		_, err = tx.ExecContext(ctx, `INSERT INTO log (proc, g, seen) VALUES (?, ?, ?)`, g.index, g.g, n)
-	}
-	if err != nil {
-		tx.Rollback()
-		return "", err
-	}
-	return "rmw", tx.Commit()
+	return "failed", workload.ShortErr(err)
 }

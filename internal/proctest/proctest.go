@@ -1,11 +1,16 @@
-// Package proctest is the harness of the multi-process tests: a test
-// re-executes its own binary as a child process playing a role, reads the
-// child's reports as stdout lines and gives it orders as stdin lines.
+// Package proctest is the harness of the multi-process tests and
+// benchmarks: a parent re-executes its own binary as a child process
+// playing a role, reads the child's reports as stdout lines and gives it
+// orders as stdin lines.
 //
-// Which role a child plays, and how it learns its database, is each test
-// package's own convention (environment variables read by its TestMain);
-// this package only starts, talks to and reaps the processes. It is
-// imported by tests only.
+// Which role a child plays, and how it learns its database, is each user's
+// own convention (environment variables read by a test package's TestMain,
+// or a hidden subcommand of a program); this package only starts, talks to
+// and reaps the processes. Child is the form for tests (a failure fails
+// the test); Proc and Group are the same protocol with errors and time
+// limits, for a program's own child processes (cmd/cleolease's demo and
+// bench workers, through internal/workload). The package does not import
+// testing, so a program may link it.
 package proctest
 
 import (
@@ -15,15 +20,23 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"testing"
 	"time"
 )
+
+// TB is the part of testing.TB the test helpers use; a *testing.T or
+// *testing.B is one.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
 
 // Child is a re-executed test binary playing a role, started by Start or
 // StartCmd. It is killed (SIGKILL) and reaped when its test ends.
 type Child struct {
 	// T is the test that started the child; Expect and Send fail it.
-	T testing.TB
+	T TB
 	// Cmd is the child process. Tests may signal or wait for it; a Wait
 	// after the child was already reaped just returns an error.
 	Cmd *exec.Cmd
@@ -48,14 +61,14 @@ func Command(env ...string) *exec.Cmd {
 }
 
 // Start starts Command(env...) with StartCmd.
-func Start(t testing.TB, env ...string) *Child {
+func Start(t TB, env ...string) *Child {
 	t.Helper()
 	return StartCmd(t, Command(env...))
 }
 
 // StartCmd connects pipes to cmd's stdin and stdout, starts it, and has
 // t's cleanup kill and reap it. It fails t if the process cannot start.
-func StartCmd(t testing.TB, cmd *exec.Cmd) *Child {
+func StartCmd(t TB, cmd *exec.Cmd) *Child {
 	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -103,7 +116,7 @@ func (c *Child) Send(line string) {
 // Eventually polls cond every 2 ms until it holds, and fails t ("timed out
 // waiting for what") if it still does not after 20 s. It is
 // Poll(t, what, 20*time.Second, 2*time.Millisecond, cond).
-func Eventually(t testing.TB, what string, cond func() bool) {
+func Eventually(t TB, what string, cond func() bool) {
 	t.Helper()
 	Poll(t, what, 20*time.Second, 2*time.Millisecond, cond)
 }
@@ -111,7 +124,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // Poll calls cond, sleeping every between calls, until it returns true,
 // and fails t ("timed out waiting for what") once a call after timeout has
 // passed still returns false. cond is always called at least once.
-func Poll(t testing.TB, what string, timeout, every time.Duration, cond func() bool) {
+func Poll(t TB, what string, timeout, every time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

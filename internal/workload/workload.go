@@ -1,0 +1,291 @@
+// Package workload is the multi-process write workload that cleolease is
+// measured and demonstrated with, shared by `cleolease bench`, `cleolease
+// demo` (cmd/cleolease) and BenchmarkContention (bench_multi_test.go):
+//
+//   - the peers cleolease is compared with and the DSN each opens a file
+//     with (peer.go: Raw, TxLock, Flock, Cleolease);
+//   - the transactions (counter.go: Counter, the contention benchmark's
+//     read-modify-write; tracker.go: Tracker, the demo's task tracker),
+//     with what creates and checks their data;
+//   - the worker loop (Run) and its per-process Result, and the figures
+//     over all processes (stats.go: Summarize);
+//   - the benchmark loads (Loads);
+//   - the line protocol between a parent and its worker processes
+//     (protocol.go: Worker in the child, Fleet in the parent, on top of
+//     internal/proctest).
+//
+// Every transaction reads a value and writes it back changed, so a lost
+// update shows in the data afterwards.
+package workload
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/lease"
+)
+
+// Spec is what one worker process runs.
+type Spec struct {
+	// Index numbers the worker among its fleet (written to the data).
+	Index int `json:"index"`
+	// Peer is how the worker opens and writes the file.
+	Peer Peer `json:"peer"`
+	// Sync is the synchronous level ("" is NORMAL).
+	Sync string `json:"sync,omitempty"`
+	// Workload is "counter" or "tracker".
+	Workload string `json:"workload"`
+	// Goroutines is the number of writing goroutines (at least 1).
+	Goroutines int `json:"goroutines"`
+	// Duration is how long the goroutines write.
+	Duration time.Duration `json:"duration_ns"`
+	// Work is the time.Sleep inside each transaction (simulated work).
+	Work time.Duration `json:"work_ns"`
+	// Lane, if not empty, is the lane (in scope main) cleolease writes
+	// on; otherwise the DSN's default lane.
+	Lane string `json:"lane,omitempty"`
+}
+
+// Result is one worker process's figures.
+type Result struct {
+	Index   int               `json:"index"`             // Spec.Index
+	PID     int               `json:"pid"`               // the worker's process id
+	Commits int64             `json:"commits"`           // committed transactions
+	Errors  map[string]int64  `json:"errors"`            // failed transactions by class (Classify)
+	Samples map[string]string `json:"samples,omitempty"` // one message per error class
+	Ops     map[string]int64  `json:"ops"`               // commits by operation
+	// Latencies are the committed transactions' times, begin to commit,
+	// in microseconds.
+	Latencies []int64 `json:"lat_us"`
+	// Landed is, for each committed write, the time from its first attempt
+	// to its commit in microseconds: failed attempts (lock errors) are
+	// retried at once, as an application would, and their time counts.
+	Landed []int64 `json:"land_us"`
+	// Lease is the cleolease driver's counters in this process (nil for
+	// the other peers).
+	Lease *lease.StatsSnapshot `json:"lease,omitempty"`
+	// Extra carries figures a caller adds (BenchmarkResources: memory and
+	// descriptors), and Notes its remarks.
+	Extra map[string]int64 `json:"extra,omitempty"`
+	Notes []string         `json:"notes,omitempty"`
+}
+
+// State is one writing goroutine's: what a transaction may use.
+type State struct {
+	Rng    *rand.Rand    // the goroutine's own random numbers
+	Worker int           // Spec.Index
+	G      int           // the goroutine's index in its worker
+	Work   time.Duration // Spec.Work
+}
+
+// Think simulates the work done inside a transaction (Spec.Work).
+func (s *State) Think() {
+	if s.Work > 0 {
+		time.Sleep(s.Work)
+	}
+}
+
+// Workload is one kind of write transaction.
+type Workload interface {
+	// Tx runs one transaction on db and names its operation.
+	Tx(ctx context.Context, db *sql.DB, s *State) (op string, err error)
+}
+
+// New returns the workload named name ("counter" or "tracker", as in
+// Spec.Workload), ready to run on db (Tracker reads the projects it works
+// on first).
+func New(ctx context.Context, name string, db *sql.DB) (Workload, error) {
+	switch name {
+	case "counter":
+		return Counter{}, nil
+	case "tracker":
+		return LoadTracker(ctx, db)
+	}
+	return nil, fmt.Errorf("unknown workload %q", name)
+}
+
+// Run runs s.Goroutines goroutines of w's transactions on db for
+// s.Duration (or until ctx ends) and returns the worker's figures; path is
+// the database file (the Flock peer locks path+"-flock"). progress, if not
+// nil, is called about every 100 ms with the commits and failed
+// transactions so far, and once at the end. A failed transaction is
+// counted and retried at once.
+func Run(ctx context.Context, db *sql.DB, w Workload, s Spec, path string, progress func(commits, errs int64)) (Result, error) {
+	tx := w.Tx
+	if s.Peer == Flock {
+		lf, err := openFlock(path + "-flock")
+		if err != nil {
+			return Result{}, err
+		}
+		defer lf.close()
+		var mu sync.Mutex
+		tx = func(ctx context.Context, db *sql.DB, st *State) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err := lf.lock(); err != nil {
+				return "", err
+			}
+			defer lf.unlock()
+			return w.Tx(ctx, db, st)
+		}
+	}
+	if s.Peer == Cleolease && s.Lane != "" {
+		ctx = cleolease.WithLane(ctx, "main", s.Lane)
+	}
+	deadline := time.Now().Add(s.Duration)
+	var commits, errs atomic.Int64
+	res := Result{Index: s.Index, PID: os.Getpid(), Errors: map[string]int64{}, Samples: map[string]string{}, Ops: map[string]int64{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range max(s.Goroutines, 1) {
+		wg.Go(func() {
+			st := &State{Rng: rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(g))), Worker: s.Index, G: g, Work: s.Work}
+			var lat, landed []int64
+			errsBy := map[string]int64{}
+			samples := map[string]string{}
+			ops := map[string]int64{}
+			var first time.Time // the first attempt of the write being retried
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				if first.IsZero() {
+					first = t0
+				}
+				op, err := tx(ctx, db, st)
+				if err != nil {
+					c := Classify(err)
+					errsBy[c]++
+					if _, ok := samples[c]; !ok {
+						samples[c] = ShortErr(err)
+					}
+					errs.Add(1)
+					continue
+				}
+				lat = append(lat, time.Since(t0).Microseconds())
+				landed = append(landed, time.Since(first).Microseconds())
+				first = time.Time{}
+				ops[op]++
+				commits.Add(1)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.Latencies = append(res.Latencies, lat...)
+			res.Landed = append(res.Landed, landed...)
+			for k, v := range errsBy {
+				res.Errors[k] += v
+			}
+			for k, v := range samples {
+				res.Samples[k] = v
+			}
+			for k, v := range ops {
+				res.Ops[k] += v
+			}
+		})
+	}
+	if progress == nil {
+		progress = func(int64, int64) {}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			res.Commits = commits.Load()
+			progress(res.Commits, errs.Load())
+			if s.Peer == Cleolease {
+				if st, err := cleolease.Stats(ctx, db); err == nil {
+					res.Lease = &st
+				}
+			}
+			return res, nil
+		case <-tick.C:
+			progress(commits.Load(), errs.Load())
+		}
+	}
+}
+
+// Classify names a failed transaction's error class: "locked" (SQLite's
+// busy or locked), "lease lost", "lease unavailable", "cancelled" or
+// "other".
+func Classify(err error) string {
+	switch {
+	case IsLockErr(err):
+		return "locked"
+	case errors.Is(err, cleolease.ErrLeaseLost):
+		return "lease lost"
+	case errors.Is(err, cleolease.ErrLeaseUnavailable):
+		return "lease unavailable"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return "other"
+}
+
+// IsLockErr reports SQLite's "database is locked" family (SQLITE_BUSY,
+// SQLITE_LOCKED), typed or as text.
+func IsLockErr(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "database is locked") || strings.Contains(s, "database table is locked") || strings.Contains(s, "SQLITE_BUSY")
+}
+
+// ShortErr is an error on one line of at most about 240 characters,
+// without the migration text golang-migrate appends ("… in line 0:
+// CREATE TABLE …").
+func ShortErr(err error) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	if i := strings.Index(s, " in line "); i > 0 {
+		s = s[:i]
+	}
+	if len(s) > 240 {
+		s = s[:240] + "…"
+	}
+	return s
+}
+
+// Load is one benchmark workload: Procs processes × Goroutines writers of
+// the Counter transaction, with Work inside each.
+type Load struct {
+	ID         string        `json:"id"`         // as in benchmark names: load=ID
+	Name       string        `json:"name"`       // for people
+	Procs      int           `json:"procs"`      // worker processes
+	Goroutines int           `json:"goroutines"` // writers per process
+	Work       time.Duration `json:"work_ns"`    // inside each transaction
+	// Scaling marks the long loads (many processes) that run only when
+	// asked for.
+	Scaling bool `json:"scaling,omitempty"`
+}
+
+// Loads are the benchmark loads of `cleolease bench` and
+// BenchmarkContention (the targets of the project's issues 8 and 15).
+var Loads = []Load{
+	{"1x1", "uncontended: 1 process × 1 goroutine", 1, 1, 0, false},
+	{"4x2", "4 processes × 2 goroutines, no work", 4, 2, 0, false},
+	{"8x1-1ms", "8 processes × 1 goroutine, 1 ms work in each tx", 8, 1, time.Millisecond, false},
+	{"16x1-1ms", "16 processes × 1 goroutine, 1 ms work in each tx", 16, 1, time.Millisecond, true},
+	{"32x1-1ms", "32 processes × 1 goroutine, 1 ms work in each tx", 32, 1, time.Millisecond, true},
+}
+
+// LoadIDs lists the IDs of Loads, for messages.
+func LoadIDs() string {
+	ids := make([]string, len(Loads))
+	for i, l := range Loads {
+		ids[i] = l.ID
+	}
+	return strings.Join(ids, ", ")
+}

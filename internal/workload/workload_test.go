@@ -1,0 +1,203 @@
+package workload_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/workload"
+)
+
+// TestMain plays a worker when WORKLOAD_TEST_SPEC is set (TestFleet's
+// children): it opens WORKLOAD_TEST_DB and runs the spec.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv("WORKLOAD_TEST_SPEC"); spec != "" {
+		os.Exit(worker(spec, os.Getenv("WORKLOAD_TEST_DB")))
+	}
+	os.Exit(m.Run())
+}
+
+func worker(spec, path string) int {
+	var s workload.Spec
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	db, err := workload.Open(ctx, s.Peer, path, s.Sync)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer db.Close()
+	w := workload.NewWorker(os.Stdin, os.Stdout)
+	res, err := w.Measure(ctx, db, s, path)
+	if err == nil {
+		err = w.Report(res)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// peers are the peers this platform can run.
+func peers() []workload.Peer {
+	var ps []workload.Peer
+	for _, p := range []workload.Peer{workload.Raw, workload.TxLock, workload.Flock, workload.Cleolease} {
+		if p.Supported() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// TestRunEveryPeer runs the counter workload briefly in this process on
+// every peer: commits, no lost update, fairness and percentiles sane.
+func TestRunEveryPeer(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range peers() {
+		t.Run(string(p), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.db")
+			if err := workload.CreateCounter(ctx, path); err != nil {
+				t.Fatal(err)
+			}
+			db, err := workload.Open(ctx, p, path, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s := workload.Spec{Peer: p, Workload: "counter", Goroutines: 2, Duration: 100 * time.Millisecond, Lane: "test"}
+			w, err := workload.New(ctx, s.Workload, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ticks int
+			res, err := workload.Run(ctx, db, w, s, path, func(int64, int64) { ticks++ })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ticks == 0 || res.Commits == 0 || int64(len(res.Latencies)) != res.Commits || res.Ops["rmw"] != res.Commits {
+				t.Fatalf("%d progress calls, result %d commits, %d latencies, ops %v", ticks, res.Commits, len(res.Latencies), res.Ops)
+			}
+			if (res.Lease != nil) != (p == workload.Cleolease) {
+				t.Errorf("lease counters %v for %s", res.Lease, p)
+			}
+			lost, err := workload.VerifyCounter(ctx, path, res.Commits)
+			if err != nil || lost != 0 {
+				t.Errorf("VerifyCounter: %d lost, %v (errors %v)", lost, err, res.Samples)
+			}
+		})
+	}
+}
+
+// TestFleet runs two worker processes through the protocol on every
+// benchmark peer this platform has.
+func TestFleet(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range peers() {
+		if p == workload.Raw {
+			continue
+		}
+		t.Run(string(p), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.db")
+			if err := workload.CreateCounter(ctx, path); err != nil {
+				t.Fatal(err)
+			}
+			s := workload.Spec{Peer: p, Workload: "counter", Goroutines: 1, Duration: 100 * time.Millisecond, Work: 100 * time.Microsecond}
+			cmds := make([]*exec.Cmd, 2)
+			for i := range cmds {
+				s.Index = i
+				b, _ := json.Marshal(s)
+				cmds[i] = proctest.Command("WORKLOAD_TEST_SPEC="+string(b), "WORKLOAD_TEST_DB="+path, proctest.GoraceNoExitSleep())
+			}
+			f, err := workload.StartFleet(cmds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(f.Kill)
+			results, err := f.Measure(s.Duration, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			fig := workload.Summarize(results, 1, s.Duration)
+			if fig.Workers != 2 || fig.MinCommits == 0 || fig.Errs() != 0 || fig.Max < fig.P99 || fig.P99 < fig.P50 {
+				t.Fatalf("figures: %+v", fig)
+			}
+			for i, r := range results {
+				if r.Index != i || r.PID == os.Getpid() {
+					t.Errorf("result %d: index %d pid %d", i, r.Index, r.PID)
+				}
+			}
+			if lost, err := workload.VerifyCounter(ctx, path, fig.Commits); err != nil || lost != 0 {
+				t.Errorf("VerifyCounter: %d lost, %v", lost, err)
+			}
+		})
+	}
+}
+
+// TestFleetWorkerFails: a worker that exits early is reported by name
+// with the last line of its stderr.
+func TestFleetWorkerFails(t *testing.T) {
+	cmd := proctest.Command("WORKLOAD_TEST_SPEC={", "WORKLOAD_TEST_DB=/nonexistent")
+	cmd.Stderr = nil
+	f, err := workload.StartFleet([]*exec.Cmd{cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Kill)
+	_, err = f.Measure(time.Second, nil)
+	if err == nil || !regexpMatch(`worker 0 \(pid \d+\) ended before OPENED: unexpected end of JSON input`, err.Error()) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// TestSummarize checks fairness, percentiles and error classes on made-up
+// results.
+func TestSummarize(t *testing.T) {
+	rs := []workload.Result{
+		{Commits: 4, Latencies: []int64{1000, 2000, 3000, 4000}, Errors: map[string]int64{"locked": 2}, Extra: map[string]int64{"hwm_kb": 10}},
+		{Commits: 2, Latencies: []int64{5000, 6000}, Errors: map[string]int64{"other": 1}, Extra: map[string]int64{"hwm_kb": 30}},
+	}
+	f := workload.Summarize(rs, 1, 2*time.Second)
+	if f.Commits != 6 || f.CommitsPerSec != 3 || f.Fairness != 0.5 || f.LockErrors != 2 || f.OtherErrors != 1 || f.Errs() != 3 ||
+		f.P50 != 3*time.Millisecond || f.Max != 6*time.Millisecond || f.PeakRSSkB != 30 {
+		t.Fatalf("%+v", f)
+	}
+	if m := workload.Median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median %v", m)
+	}
+}
+
+// TestDSN: each peer's DSN, the path escaped.
+func TestDSN(t *testing.T) {
+	for p, want := range map[workload.Peer]string{
+		workload.Raw:       "file:/tmp/a%20b%3F.db?" + workload.RawQuery,
+		workload.TxLock:    "file:/tmp/a%20b%3F.db?" + fmt.Sprintf(workload.TxLockQuery, "FULL"),
+		workload.Flock:     "file:/tmp/a%20b%3F.db?" + fmt.Sprintf(workload.TxLockQuery, "FULL"),
+		workload.Cleolease: "file:/tmp/a%20b%3F.db?_synchronous=FULL",
+	} {
+		if got, err := p.DSN("/tmp/a b?.db", "FULL"); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if got, _ := workload.Cleolease.DSN("/tmp/x.db", ""); got != "file:/tmp/x.db" {
+		t.Errorf("cleolease NORMAL: %q", got)
+	}
+	if _, err := workload.ParsePeer("sqlite"); err == nil {
+		t.Error("ParsePeer accepted an unknown peer")
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
