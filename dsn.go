@@ -31,7 +31,7 @@ const (
 	ModeRequire Mode = "require"
 )
 
-// Defaults of the DSN parameters owned by cleolease (DESIGN §4).
+// Defaults of the DSN parameters owned by cleolease (README, DSN parameters).
 const (
 	DefaultScope           = "main"
 	DefaultLane            = "default"
@@ -195,7 +195,7 @@ func isGoSQLite3Param(key string) bool {
 }
 
 // isLeaseKey reports whether a DSN parameter name is in the namespace that
-// cleolease owns (DESIGN §4): "_lease_…" or "_migrations…".
+// cleolease owns: "_lease_…" or "_migrations…".
 func isLeaseKey(key string) bool {
 	return strings.HasPrefix(key, "_lease_") || strings.HasPrefix(key, "_migrations")
 }
@@ -344,7 +344,7 @@ func setNonNegative(dst *time.Duration, v string) string {
 
 // ParseDSN parses a cleolease DSN: a go-sqlite3 DSN (a plain path or a
 // "file:" URI) whose query may also carry the parameters cleolease owns
-// (those starting "_lease_" or "_migrations", DESIGN §4).
+// (those starting "_lease_" or "_migrations").
 //
 // The query (everything after the first '?') is split on '&'; each name and
 // value is percent-decoded with url.QueryUnescape. cleolease's parameters
@@ -801,7 +801,7 @@ func (c *Config) location() (path string, memory bool, readOnly bool) {
 
 // sqliteDefaults are the connection settings every connection gets unless
 // the DSN sets one of the go-sqlite3 parameters naming it (aliases
-// included): the original implementation's pragma set (DESIGN §4).
+// included): the original implementation's pragma set.
 var sqliteDefaults = []struct {
 	aliases []string // go-sqlite3 names for the setting; the first is used
 	value   string

@@ -79,7 +79,7 @@ type workerResult struct {
 	// an application would, and their time counts.
 	Landed []int64 `json:"land_us"`
 	// Lease is the cleolease driver's counters in this process (nil raw).
-	Lease *lease.StatsSnapshot `json:"lease,omitempty"`
+	Lease *lease.Stats `json:"lease,omitempty"`
 }
 
 func newWorkerCmd() *cobra.Command {
