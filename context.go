@@ -61,7 +61,7 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 	}
 	e := c.Engine()
 	if e == nil {
-		return nil, errors.New("cleolease: lease engine not open")
+		return nil, ErrEngineNotOpen
 	}
 	prio := c.cfg.Priority
 	if p, ok := ctx.Value(priorityKey{}).(int); ok {
@@ -108,8 +108,8 @@ func (l *Lease) Release() { l.h.Release() }
 
 // AcquireLease takes the lease of ctx's lane (WithLane, else the DSN
 // defaults) on db and keeps it until Release. Errors: ErrLeaseUnavailable
-// (mode require), the context's error, or an error naming db as not a
-// cleolease database or one whose writes take no lease.
+// (mode require, in a *LeaseError), the context's error, ErrNotCleolease,
+// or ErrNoLease (mode off, read-only, or a WithoutLease context).
 func AcquireLease(ctx context.Context, db *sql.DB) (*Lease, error) {
 	c, err := connectorOf(ctx, db)
 	if err != nil {
@@ -120,7 +120,7 @@ func AcquireLease(ctx context.Context, db *sql.DB) (*Lease, error) {
 		return nil, err
 	}
 	if h == nil {
-		return nil, errors.New("cleolease: the context opts out of the lease (WithoutLease)")
+		return nil, fmt.Errorf("%w: the context opts out of the lease (WithoutLease)", ErrNoLease)
 	}
 	return &Lease{h: h}, nil
 }
@@ -141,10 +141,10 @@ func WithWriterLease(ctx context.Context, db *sql.DB, fn func(ctx context.Contex
 func connectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 	d, ok := db.Driver().(*Driver)
 	if !ok || d.c == nil {
-		return nil, fmt.Errorf("cleolease: %T is not a cleolease database", db.Driver())
+		return nil, fmt.Errorf("%w: its driver is %T", ErrNotCleolease, db.Driver())
 	}
 	if !d.c.leased() {
-		return nil, errors.New("cleolease: writes on this database take no lease (mode off or read-only)")
+		return nil, fmt.Errorf("%w: this database's writes take none (mode off or read-only)", ErrNoLease)
 	}
 	if d.c.Engine() == nil {
 		conn, err := db.Conn(ctx)
@@ -156,20 +156,24 @@ func connectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 	return d.c, nil
 }
 
-// Stats returns the lease counters of db's file in this process.
-func Stats(ctx context.Context, db *sql.DB) (lease.StatsSnapshot, error) {
+// Stats returns the lease counters of db's file in this process. Errors:
+// ErrNotCleolease, ErrNoLease, or the error of opening db's first
+// connection.
+func Stats(ctx context.Context, db *sql.DB) (LeaseStats, error) {
 	c, err := connectorOf(ctx, db)
 	if err != nil {
-		return lease.StatsSnapshot{}, err
+		return LeaseStats{}, err
 	}
 	return c.Engine().Stats(), nil
 }
 
-// Break releases (scope, lane) of db's file on behalf of an administrator
-// (see lease.Engine.Break): the holder is fenced and the lane goes to the
-// next waiter. A provably live holder is refused (lease.ErrHolderAlive)
-// unless force. It returns the broken holder, or nil if the lane was free.
-func Break(ctx context.Context, db *sql.DB, scope, lane string, force bool) (*lease.HolderStatus, error) {
+// Break releases (scope, lane) of db's file on behalf of an administrator:
+// the holder is fenced (its next fenced commit fails with ErrLeaseLost) and
+// the lane goes to the next waiter. A provably live holder is refused with
+// a *LeaseError wrapping ErrHolderAlive unless force. It returns the
+// broken holder, or nil if the lane was free; ErrNotCleolease and
+// ErrNoLease as Stats.
+func Break(ctx context.Context, db *sql.DB, scope, lane string, force bool) (*HolderStatus, error) {
 	c, err := connectorOf(ctx, db)
 	if err != nil {
 		return nil, err
@@ -178,8 +182,8 @@ func Break(ctx context.Context, db *sql.DB, scope, lane string, force bool) (*le
 }
 
 // Status returns every lane of db's file: holder (alive or dead and why),
-// epoch, queue in grant order.
-func Status(ctx context.Context, db *sql.DB) ([]lease.LaneStatus, error) {
+// epoch, queue in grant order. It writes nothing. Errors as Stats.
+func Status(ctx context.Context, db *sql.DB) ([]LaneStatus, error) {
 	c, err := connectorOf(ctx, db)
 	if err != nil {
 		return nil, err

@@ -182,7 +182,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return errors.New("cleolease: connector closed")
+		return ErrConnectorClosed
 	}
 	if c.engine != nil {
 		return c.engine.CheckFile()

@@ -141,7 +141,7 @@ func (c *Config) Clone() *Config {
 }
 
 // isLeaseKey reports whether a DSN parameter name is in the namespace that
-// cleolease owns (DESIGN §4): "_lease_…" or "_migrations…".
+// cleolease owns: "_lease_…" or "_migrations…".
 func isLeaseKey(key string) bool {
 	return strings.HasPrefix(key, "_lease_") || strings.HasPrefix(key, "_migrations")
 }
@@ -352,7 +352,7 @@ func setNonNegative(dst *time.Duration, v string) string {
 
 // ParseDSN parses a cleolease DSN: a go-sqlite3 DSN (a plain path or a
 // "file:" URI) whose query may also carry the parameters cleolease owns
-// (those starting "_lease_" or "_migrations", DESIGN §4).
+// (those starting "_lease_" or "_migrations").
 //
 // The query (everything after the first '?') is split on '&'; each name and
 // value is percent-decoded with url.QueryUnescape. cleolease's parameters

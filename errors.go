@@ -7,23 +7,91 @@ import (
 	"github.com/cleocode/cleolease/lease"
 )
 
-// Lease errors, re-exported from package lease so that callers of the driver
-// need only this package. Test them with errors.Is; read details with
-// errors.As into *lease.Error (alias LeaseError).
+// Errors and types: one convention. Every error value and every type a
+// user of this package can meet — from sql.Open, a statement, a
+// transaction, AcquireLease, Stats, Status or Break — is declared or
+// re-exported here, so a program never imports package lease:
+//
+//   - Sentinels are package-level error values tested with errors.Is.
+//     Those that come from the lease engine are the engine's own values
+//     under the names below (ErrLeaseUnavailable is lease.ErrUnavailable),
+//     so errors.Is matches whichever package's name a caller uses.
+//   - Lease failures come as *LeaseError (an alias of lease.Error), read
+//     with errors.As; its Unwrap yields one of the sentinels, a context
+//     error or an SQLite error. Bad DSN parameters come as *DSNError,
+//     a bad Config as *ConfigError, migration failures as *MigrationError.
+//   - Types returned by this package's functions (LeaseStats, LaneStatus,
+//     HolderStatus, WaiterStatus) are aliases of the engine's types.
+//   - SQLite's own errors (sqlite3.Error) are returned unchanged, as
+//     go-sqlite3 returns them; an open error is wrapped (with %w) to name
+//     the file.
+
+// Lease errors, re-exported from the lease engine.
 var (
 	// ErrLeaseUnavailable: no grant within _lease_wait in mode require. (The
 	// cold-open lease never degrades and is bounded only by the context.)
 	ErrLeaseUnavailable = lease.ErrUnavailable
 	// ErrLeaseLost: a fenced commit found that its (holder, epoch) was no
 	// longer active; the transaction was rolled back and changed nothing.
+	// Lease.Check reports it too.
 	ErrLeaseLost = lease.ErrLost
 	// ErrFileChanged: the database path was renamed over or deleted while
 	// the connector was open; writes through it are refused.
 	ErrFileChanged = lease.ErrFileChanged
+	// ErrHolderAlive: Break refused because the lane's holder is provably
+	// alive and force was not given.
+	ErrHolderAlive = lease.ErrHolderAlive
+	// ErrIndexMissing: the lease tables' partial unique index
+	// ux_writer_leases_active is missing, so SQLite would not enforce one
+	// holder per (scope, lane); the engine refuses to run.
+	ErrIndexMissing = lease.ErrIndexMissing
+	// ErrUntrusted: the lease tables hold contents the engine cannot trust
+	// (several active rows, values of the wrong type); nothing is granted.
+	ErrUntrusted = lease.ErrUntrusted
+	// ErrTierConflict: processes built with the other Linux liveness tier
+	// (with or without the build tag cleolease_portable) use the database;
+	// build every program that shares the file with the same tags.
+	ErrTierConflict = lease.ErrTierConflict
+	// ErrLeaseClosed: a write waited for the lease while this process's
+	// lease engine of the file was closing (its last connector closed).
+	ErrLeaseClosed = lease.ErrClosed
 )
 
-// LeaseError is the detailed form of every lease failure.
+// LeaseError is the detailed form of every lease failure: the operation,
+// file, scope, lane, the holder in the way and the cause (one of the
+// sentinels above, a context error or an SQLite error).
 type LeaseError = lease.Error
+
+// LeaseStats are the lease counters of one file in this process (Stats).
+type LeaseStats = lease.Stats
+
+// LaneStatus is one (scope, lane) of a file as Status reports it: its
+// holder, its highest epoch and its waiters in grant order.
+type LaneStatus = lease.LaneStatus
+
+// HolderStatus is a lane's active holder, alive or dead and why (Status,
+// Break).
+type HolderStatus = lease.HolderStatus
+
+// WaiterStatus is one waiter of a lane (LaneStatus.Waiters).
+type WaiterStatus = lease.WaiterStatus
+
+// Errors of this package's own.
+var (
+	// ErrConnectorClosed: a connection was requested from a Connector
+	// after its Close.
+	ErrConnectorClosed = errors.New("cleolease: connector closed")
+	// ErrEngineNotOpen: a leased write found no lease engine for its
+	// connector (its first connection never opened one).
+	ErrEngineNotOpen = errors.New("cleolease: lease engine not open")
+	// ErrNotCleolease: AcquireLease, WithWriterLease, Stats, Status or
+	// Break was given a *sql.DB that was not opened with this driver.
+	ErrNotCleolease = errors.New("cleolease: not a cleolease database")
+	// ErrNoLease: AcquireLease, WithWriterLease, Stats, Status or Break on
+	// a database whose writes take no lease (mode off, or read-only), or
+	// AcquireLease with a context that opts out (WithoutLease).
+	ErrNoLease = errors.New("cleolease: writes take no lease here")
+)
 
 var (
 	// ErrForeignTransaction: a write that needs the lease was issued on a
@@ -41,7 +109,7 @@ var (
 	// the one this process's lease engine of the same file was opened with
 	// (by an earlier connector). The engine's private connection runs one
 	// base driver's ConnectHook; use one BaseDriver per file (nil counts as
-	// one).
+	// one). It is lease.ErrDriverMismatch.
 	ErrBaseDriverMismatch = lease.ErrDriverMismatch
 )
 

@@ -398,7 +398,7 @@ func (c *Config) location() (path string, memory bool, readOnly bool) {
 
 // sqliteDefaults are the connection settings every connection gets unless
 // the DSN sets one of the go-sqlite3 parameters naming it (aliases
-// included): the original implementation's pragma set (DESIGN §4).
+// included): the original implementation's pragma set (README, DSN parameters).
 var sqliteDefaults = []struct {
 	aliases []string // go-sqlite3 names for the setting; the first is used
 	value   string

@@ -166,14 +166,12 @@ func (lc *leaseConn) commitFenced(h *lease.Hold) error {
 }
 
 // fenceQuerier serves Hold.Fence from a statement prepared once per
-// connection (lease.FenceSQL); any other query is prepared as usual.
+// connection: Fence runs one query text for every hold of an engine, and a
+// connection belongs to one connector, so to one engine.
 type fenceQuerier struct{ lc *leaseConn }
 
 func (f fenceQuerier) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	lc := f.lc
-	if query != lease.FenceSQL {
-		return lc.SQLiteConn.QueryContext(ctx, query, args)
-	}
 	if lc.fence == nil {
 		st, err := lc.SQLiteConn.PrepareContext(ctx, query)
 		if err != nil {

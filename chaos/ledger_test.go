@@ -468,7 +468,7 @@ type summary struct {
 	starts                    int
 	events, errors, modes     map[string]int
 	vkinds                    map[string]int // violations by kind
-	stats                     lease.StatsSnapshot
+	stats                     lease.Stats
 	violations                int
 	wall                      time.Duration
 }
@@ -496,7 +496,7 @@ func (s *summary) add(o summary) {
 	addStats(&s.stats, o.stats)
 }
 
-func addStats(dst *lease.StatsSnapshot, src lease.StatsSnapshot) {
+func addStats(dst *lease.Stats, src lease.Stats) {
 	dst.Grants += src.Grants
 	dst.Claims += src.Claims
 	dst.Handoffs += src.Handoffs
@@ -679,7 +679,7 @@ type logErr struct{ class, op, msg string }
 
 // readLog parses a writer's ack log. A line without its newline (a write
 // cut by SIGKILL) is ignored: it was never acknowledged.
-func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous int64, stats lease.StatsSnapshot) {
+func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous int64, stats lease.Stats) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -715,7 +715,7 @@ func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous in
 		case "M":
 			ambiguous++
 		case "S":
-			var st lease.StatsSnapshot
+			var st lease.Stats
 			if err := json.Unmarshal([]byte(rest), &st); err == nil {
 				addStats(&stats, st)
 			}

@@ -41,11 +41,11 @@ type childArgs struct {
 
 // report is what a child prints when done.
 type report struct {
-	PID        int                  `json:"pid"`
-	Ops        map[string]int       `json:"ops"`             // successful operations by kind
-	Errors     []string             `json:"errors"`          // every error met, with the operation
-	LockErrors int                  `json:"lock_errors"`     // errors saying "database is locked"/busy
-	Lease      *lease.StatsSnapshot `json:"lease,omitempty"` // the child's lease counters (driver cleolease)
+	PID        int            `json:"pid"`
+	Ops        map[string]int `json:"ops"`             // successful operations by kind
+	Errors     []string       `json:"errors"`          // every error met, with the operation
+	LockErrors int            `json:"lock_errors"`     // errors saying "database is locked"/busy
+	Lease      *lease.Stats   `json:"lease,omitempty"` // the child's lease counters (driver cleolease)
 }
 
 // collectLease records the lease counters of db's file in this process

@@ -32,7 +32,7 @@ type AcquireOptions struct {
 // for tables it cannot trust. At the wait bound without Require the result
 // is a degraded Hold (Degraded() true, Epoch 0), logged and counted.
 func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
-	if root := HoldFrom(ctx, e, scope, lane); root != nil {
+	if root := holdFrom(ctx, e, scope, lane); root != nil {
 		root.l.mu.Lock()
 		root.l.depth++
 		root.l.mu.Unlock()

@@ -101,18 +101,18 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 	return g, holderID, err
 }
 
-// FallbackPoll bounds how long a waiter sleeps between looks at the lane
-// when the doorbell stays silent, unless RegisteredPoll applies.
-const FallbackPoll = 5 * time.Millisecond
+// fallbackPoll bounds how long a waiter sleeps between looks at the lane
+// when the doorbell stays silent, unless registeredPoll applies.
+const fallbackPoll = 5 * time.Millisecond
 
-// RegisteredPoll replaces FallbackPoll while the lane's live holder has
+// registeredPoll replaces fallbackPoll while the lane's live holder has
 // this waiter's registration and the kernel reports exits (inotify on
 // Linux, or a watch of the holder's process elsewhere): the
 // holder (or the holder it passes the registration on to) rings when it
 // grants or frees the lane, and a crashed holder's exit rings too, so the
 // fallback only covers what neither reports (a Break from another
 // process, say). Polling less leaves the CPU to the holder.
-const RegisteredPoll = 50 * time.Millisecond
+const registeredPoll = 50 * time.Millisecond
 
 // claimRun is the state of one claim in progress: its registration, the
 // holder it told it waits, and what it has seen of the doorbell. Only the
@@ -130,17 +130,17 @@ type claimRun struct {
 	seenLooks  int64        // the lane's looks at the claim's last look
 	exitPID    int64        // the pid whose exit rings the doorbell (0: none)
 	exitStop   func()       // stops that watch (see watchExit)
-	poll       backoff      // the fallback period without a doorbell (pollWakeMin to FallbackPoll)
+	poll       backoff      // the fallback period without a doorbell (pollWakeMin to fallbackPoll)
 }
 
 // claim acquires the row across processes; the caller owns the gate.
 func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
-	return (&claimRun{l: l, poll: backoff{min: pollWakeMin, max: FallbackPoll}}).run(ctx, bound, opts)
+	return (&claimRun{l: l, poll: backoff{min: pollWakeMin, max: fallbackPoll}}).run(ctx, bound, opts)
 }
 
 // run acquires the row across processes. A waiter that reaches the live
 // holder with its registration waits without writing; otherwise (or after
-// SelfEnqueueAfter, or when sent back) it runs a claim transaction, which
+// selfEnqueueAfter, or when sent back) it runs a claim transaction, which
 // queues it. Then it reads the active row each time the doorbell rings or
 // its fallback period ends (pollPeriod), until the row is handed to it,
 // falls free, or its holder is found dead.
@@ -158,7 +158,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 		}
 		l.mu.Unlock()
 	}()
-	fallback := time.NewTimer(FallbackPoll)
+	fallback := time.NewTimer(fallbackPoll)
 	defer fallback.Stop()
 	// Take a place in line and announce the wait before touching SQLite:
 	// the queue row can only be written once the holder's transaction ends,
@@ -177,11 +177,11 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	// holder if it is not served yet), so the waiter does not compete with
 	// the holder (or the next holder) for SQLite's write lock. It writes
 	// its own queue row only when the lane falls free, its holder dies, or
-	// after SelfEnqueueAfter (so that Status shows it).
+	// after selfEnqueueAfter (so that Status shows it).
 	c.seenGrants, c.seenLooks = l.e.bell.granted.Load(), l.looks.Load() // a ring from now on makes await look
 	c.wroteRow = false
 	skip := c.ringHolder(ctx)
-	selfEnqueue := time.Now().Add(SelfEnqueueAfter)
+	selfEnqueue := time.Now().Add(selfEnqueueAfter)
 	// A claim transaction is tried once at a time: while SQLite's write
 	// lock is taken (the holder's own transaction), the waiter waits for
 	// the doorbell like any queued waiter — the holder knows its
@@ -321,10 +321,10 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 	}
 }
 
-// SelfEnqueueAfter is how long a waiter whose registration reached the
+// selfEnqueueAfter is how long a waiter whose registration reached the
 // holder relies on the registration alone before it also writes its own
 // queue row (which Status and other implementations see).
-const SelfEnqueueAfter = 100 * time.Millisecond
+const selfEnqueueAfter = 100 * time.Millisecond
 
 // ringHolder tells the lane's holder, if another process holds it, that
 // this process waits, and reports whether that holder is alive and
@@ -348,7 +348,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 
 // pollWakeMin is the first fallback period of a waiter without a
 // doorbell (the build tag cleolease_pollwake, Windows): it doubles at each
-// look, up to FallbackPoll.
+// look, up to fallbackPoll.
 const pollWakeMin = 200 * time.Microsecond
 
 // pollPeriod is how long the waiter's fallback period is now.
@@ -356,11 +356,11 @@ func (c *claimRun) pollPeriod() time.Duration {
 	l := c.l
 	switch {
 	case c.registered && (l.e.bell.exitsWatched() || c.exitStop != nil):
-		return RegisteredPoll
+		return registeredPoll
 	case !l.e.bell.watched():
 		return c.poll.next()
 	}
-	return FallbackPoll
+	return fallbackPoll
 }
 
 // watchExit makes the exit of process pid — the holder the claim last saw

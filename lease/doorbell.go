@@ -31,12 +31,12 @@ import (
 //     registered with a holder watches that holder's exit
 //     (platform.WatchExit: pidfd, kqueue, a process handle).
 //
-// Waiters still look after a bounded fallback period (FallbackPoll, or
-// RegisteredPoll while the holder has their registration) for what the
+// Waiters still look after a bounded fallback period (fallbackPoll, or
+// registeredPoll while the holder has their registration) for what the
 // kernel cannot report: another implementation's holders, processes in
 // another network namespace, network file systems, a Break. Without a
 // transport (the build tag cleolease_pollwake, Windows) they poll with a
-// capped back-off (pollWakeMin to FallbackPoll).
+// capped back-off (pollWakeMin to fallbackPoll).
 type doorbell struct {
 	bell  platform.Bell      // nil: no transport
 	watch platform.FileWatch // nil: no file watch

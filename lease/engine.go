@@ -26,7 +26,8 @@ type Options struct {
 	// caller's DSN minus cleolease parameters). That connection's busy
 	// timeout is set to 0: every lease statement is a single attempt and
 	// the wait between attempts happens in Go, honouring contexts
-	// (lease-anchors §6, mattn/go-sqlite3#863).
+	// (https://github.com/mattn/go-sqlite3/issues/863: go-sqlite3's busy
+	// handler does not watch the context).
 	DSN string
 	// Driver opens the engine's private connection: the connector's base
 	// driver, so that its ConnectHook and extensions run on that connection
@@ -76,7 +77,7 @@ type Engine struct {
 	db    *sql.DB
 	clock Clock
 	log   *slog.Logger
-	stats Stats
+	stats counters
 
 	mu     sync.Mutex
 	lanes  map[laneKey]*laneState

@@ -49,8 +49,8 @@ func (h *Hold) Degraded() bool { return h.g == nil }
 // competition for SQLite's write lock.
 func (h *Hold) Claimed() bool { return h.claimed }
 
-// Reentrant reports whether this Hold re-entered an outer one.
-func (h *Hold) Reentrant() bool { return h.root != nil }
+// reentrant reports whether this Hold re-entered an outer one.
+func (h *Hold) reentrant() bool { return h.root != nil }
 
 // Held reports, from memory and without I/O, whether this Hold still
 // believes it holds the lease: not released, not degraded, not known lost.
@@ -78,7 +78,7 @@ func (h *Hold) Check(ctx context.Context) error {
 	}
 	var one int
 	err := h.l.e.retryBusy(ctx, func() error {
-		return h.l.e.db.QueryRowContext(ctx, FenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
+		return h.l.e.db.QueryRowContext(ctx, fenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
 	})
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -90,17 +90,19 @@ func (h *Hold) Check(ctx context.Context) error {
 	return nil
 }
 
-// FenceSQL is the fencing check Fence runs: it returns one row exactly when
+// fenceSQL is the fencing check Fence runs: it returns one row exactly when
 // (holder_id, epoch) is the active row of (scope, lane). Its arguments are
-// scope, lane, holder id, epoch. A caller may prepare it once per
-// connection and pass a QueryerContext that runs the prepared statement.
-const FenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?`
+// scope, lane, holder id, epoch.
+const fenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?`
 
 // Fence runs the fencing check on q — the caller's connection, inside the
 // write transaction it is about to commit — so that the check and the
 // commit are atomic: nil means the commit may proceed; an *Error wrapping
 // ErrLost means it must roll back. A degraded or in-memory grant always
-// passes (it has nothing to fence).
+// passes (it has nothing to fence). Fence sends q one query text for every
+// Hold of an Engine (with four or five positional arguments), so q may
+// prepare the first query it receives once per connection and run that
+// statement for every later call.
 func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	if h.g == nil || h.l.e.opts.MemoryOnly {
 		return nil
@@ -112,7 +114,7 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	if err := h.l.e.fault("fence"); err != nil {
 		return err
 	}
-	query, args := FenceSQL, []driver.NamedValue{
+	query, args := fenceSQL, []driver.NamedValue{
 		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
 		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
 	}
@@ -178,9 +180,9 @@ func WithHold(ctx context.Context, h *Hold) context.Context {
 	return context.WithValue(ctx, holdsKey{}, &holdNode{h: h, next: next})
 }
 
-// HoldFrom returns the live Hold the context carries for (e, scope, lane),
+// holdFrom returns the live Hold the context carries for (e, scope, lane),
 // or nil.
-func HoldFrom(ctx context.Context, e *Engine, scope, lane string) *Hold {
+func holdFrom(ctx context.Context, e *Engine, scope, lane string) *Hold {
 	for n, _ := ctx.Value(holdsKey{}).(*holdNode); n != nil; n = n.next {
 		h := n.h
 		if h.root != nil {

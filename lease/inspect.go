@@ -108,19 +108,6 @@ func ReadOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error
 	}
 }
 
-// OpenReadOnly opens path on the raw go-sqlite3 driver read-only
-// (mode=ro), for tools that must not write to the file. On a WAL-mode
-// file nobody has open, prefer ReadOnly, which creates no -wal/-shm file.
-func OpenReadOnly(path string) (*sql.DB, error) {
-	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: "mode=ro&_busy_timeout=5000"}
-	db := sql.OpenDB(&leaseConnector{dsn: u.String(), readOnly: true})
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
 // fileQuiet is what ReadOnly compares to notice a writer.
 type fileQuiet struct {
 	walExists, journalExists bool

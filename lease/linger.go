@@ -41,8 +41,8 @@ func (l *laneState) watch() {
 				return
 			}
 			wait := l.e.opts.Linger - idle
-			if wait > FallbackPoll || wait < 0 {
-				wait = FallbackPoll
+			if wait > fallbackPoll || wait < 0 {
+				wait = fallbackPoll
 			}
 			t.Reset(wait)
 		} else {
@@ -55,7 +55,7 @@ func (l *laneState) watch() {
 			if done {
 				return
 			}
-			t.Reset(FallbackPoll)
+			t.Reset(fallbackPoll)
 		}
 		select {
 		case <-bell:

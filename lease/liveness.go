@@ -7,7 +7,7 @@ import (
 	"github.com/cleocode/cleolease/internal/platform"
 )
 
-// Liveness evidence, strongest first (lease-anchors §6):
+// Liveness evidence, strongest first:
 //
 //  1. Every engine holds a lock for its whole life at its slot (the row's
 //     holder_slot, derived from its holder id) in files of its own beside

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// AgingStep is how fast a waiter's effective priority improves: one point
-// per AgingStep waited. A waiter of priority p is therefore overtaken by
-// newcomers of a better priority q < p for at most (p-q)·AgingStep (plus
+// agingStep is how fast a waiter's effective priority improves: one point
+// per agingStep waited. A waiter of priority p is therefore overtaken by
+// newcomers of a better priority q < p for at most (p-q)·agingStep (plus
 // the service time of those already ahead of it), e.g. 10 s for the
 // default 100 against a cold open's 0.
-const AgingStep = 100 * time.Millisecond
+const agingStep = 100 * time.Millisecond
 
 // queued is a waiter: a _writer_queue row, or a registration the holder
 // received that has no row (ticket 0, row false).
@@ -24,7 +24,7 @@ type queued struct {
 }
 
 // order sorts waiters into grant order: effective priority (priority minus
-// one point per AgingStep waited), then arrival (the arrival counter taken
+// one point per agingStep waited), then arrival (the arrival counter taken
 // when the waiter arrived) where both rows have one, else ticket.
 func order(ws []queued, nowMS int64) {
 	eff := func(w queued) int64 {
@@ -32,7 +32,7 @@ func order(ws []queued, nowMS int64) {
 		if waited < 0 {
 			waited = 0
 		}
-		return w.priority - waited/AgingStep.Milliseconds()
+		return w.priority - waited/agingStep.Milliseconds()
 	}
 	sort.SliceStable(ws, func(i, j int) bool {
 		a, b := eff(ws[i]), eff(ws[j])

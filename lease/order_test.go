@@ -12,7 +12,7 @@ import (
 // always served.
 func TestOrderTable(t *testing.T) {
 	const now = 1_000_000
-	step := AgingStep.Milliseconds()
+	step := agingStep.Milliseconds()
 	w := func(id string, prio, waitedMS, arrival, ticket int64) queued {
 		return queued{h: holder{ID: id}, priority: prio, enqueued: now - waitedMS, arrival: arrival, ticket: ticket, row: ticket > 0}
 	}

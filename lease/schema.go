@@ -7,9 +7,8 @@ import (
 )
 
 // The lease tables live in the database file itself, so that the fencing
-// check is atomic with the data (DESIGN §5). Names, columns and units
-// (milliseconds since the Unix epoch) are the original implementation's
-// (cleo-lease-spec §1); holder_start, holder_slot, and on the queue
+// check is atomic with the data. Names, columns and units (milliseconds
+// since the Unix epoch) are the original implementation's; holder_start, holder_slot, and on the queue
 // holder_pid, ttl_ms and arrival (the waiter's place in line, taken from
 // the sidecar's counter when it arrived) are cleolease's additions, all
 // nullable, so a file shared with the original stays mutually exclusive.

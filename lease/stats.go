@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Stats are the engine's counters since it opened. All fields are safe for
-// concurrent use; read them with Snapshot.
-type Stats struct {
+// counters are the engine's counters since it opened, safe for concurrent
+// use; Engine.Stats copies them.
+type counters struct {
 	Grants      atomic.Int64 // holds granted (first acquisitions, not re-entries)
 	FastGrants  atomic.Int64 // grants served from a row this process still held (no SQLite write)
 	Claims      atomic.Int64 // claim transactions that made this process the holder
@@ -20,24 +20,25 @@ type Stats struct {
 	ReclaimTTL  atomic.Int64 // rows reclaimed by the opt-in TTL policy
 	DeadWaiters atomic.Int64 // waiters skipped at a committed hand-off because they died or gave up
 	Breaks      atomic.Int64 // administrative breaks
-	waitBuckets [len(WaitBuckets) + 1]atomic.Int64
+	waitBuckets [len(waitBounds) + 1]atomic.Int64
 }
 
-// WaitBuckets are the upper bounds of the wait-time histogram.
-var WaitBuckets = [...]time.Duration{
+// waitBounds are the upper bounds of the wait-time histogram (Stats.Waits
+// lists them in its doc comment).
+var waitBounds = [...]time.Duration{
 	100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond,
 	100 * time.Millisecond, time.Second, 10 * time.Second,
 }
 
-func (s *Stats) observeWait(d time.Duration) {
+func (s *counters) observeWait(d time.Duration) {
 	i := 0
-	for i < len(WaitBuckets) && d > WaitBuckets[i] {
+	for i < len(waitBounds) && d > waitBounds[i] {
 		i++
 	}
 	s.waitBuckets[i].Add(1)
 }
 
-func (s *Stats) reclaimed(why string) {
+func (s *counters) reclaimed(why string) {
 	if why == "ttl" {
 		s.ReclaimTTL.Add(1)
 	} else {
@@ -45,18 +46,31 @@ func (s *Stats) reclaimed(why string) {
 	}
 }
 
-// StatsSnapshot is a copy of Stats. Waits[i] counts grants that waited at
-// most WaitBuckets[i]; the last element counts longer waits.
-type StatsSnapshot struct {
-	Grants, FastGrants, Claims, Handoffs, Degraded, Unavailable int64
-	Lost, Fenced, ReclaimDead, ReclaimTTL, DeadWaiters, Breaks  int64
-	Waits                                                       [len(WaitBuckets) + 1]int64
+// Stats is a copy of an engine's counters since it opened (Engine.Stats),
+// each a count of events in this process:
+type Stats struct {
+	Grants      int64 // holds granted (first acquisitions, not re-entries)
+	FastGrants  int64 // grants served from a row this process still held (no SQLite write)
+	Claims      int64 // claim transactions that made this process the holder
+	Handoffs    int64 // lanes this process handed directly to a waiter
+	Degraded    int64 // degraded grants (mode local, wait bound reached)
+	Unavailable int64 // ErrUnavailable returned (mode require)
+	Lost        int64 // grants found lost (heartbeat, check, fence, release)
+	Fenced      int64 // commits refused by the fencing check
+	ReclaimDead int64 // rows reclaimed from dead holders
+	ReclaimTTL  int64 // rows reclaimed by the opt-in TTL policy
+	DeadWaiters int64 // waiters skipped at a committed hand-off because they died or gave up
+	Breaks      int64 // administrative breaks
+	// Waits is a histogram of the time grants waited: Waits[i] counts the
+	// grants that waited at most 100µs, 1ms, 10ms, 100ms, 1s and 10s for
+	// i = 0 … 5; Waits[6] counts longer waits.
+	Waits [len(waitBounds) + 1]int64
 }
 
 // Stats returns a snapshot of the engine's counters.
-func (e *Engine) Stats() StatsSnapshot {
+func (e *Engine) Stats() Stats {
 	s := &e.stats
-	out := StatsSnapshot{
+	out := Stats{
 		Grants: s.Grants.Load(), FastGrants: s.FastGrants.Load(), Claims: s.Claims.Load(),
 		Handoffs: s.Handoffs.Load(), Degraded: s.Degraded.Load(), Unavailable: s.Unavailable.Load(),
 		Lost: s.Lost.Load(), Fenced: s.Fenced.Load(), ReclaimDead: s.ReclaimDead.Load(),

@@ -2,7 +2,7 @@ package lease
 
 // Every statement on the lease tables (_writer_leases, _writer_queue) but
 // their creation (schema.go) and the fencing checks the caller's
-// transaction runs (FenceSQL, fenceRefreshSQL in hold.go) is in this file.
+// transaction runs (fenceSQL, fenceRefreshSQL in hold.go) is in this file.
 
 import (
 	"context"

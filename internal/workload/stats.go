@@ -42,7 +42,7 @@ type Figures struct {
 func (f Figures) Errs() int64 { return f.LockErrors + f.OtherErrors }
 
 // LeaseCounters are the lease engine's counters summed over the workers
-// (the fields of lease.StatsSnapshot of the same names).
+// (the fields of lease.Stats of the same names).
 type LeaseCounters struct {
 	Grants, FastGrants, Claims, Handoffs int64
 	Degraded, Unavailable, Lost, Fenced  int64

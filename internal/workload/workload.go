@@ -74,7 +74,7 @@ type Result struct {
 	Landed []int64 `json:"land_us"`
 	// Lease is the cleolease driver's counters in this process (nil for
 	// the other peers).
-	Lease *lease.StatsSnapshot `json:"lease,omitempty"`
+	Lease *lease.Stats `json:"lease,omitempty"`
 	// Extra carries figures a caller adds (BenchmarkResources: memory and
 	// descriptors), and Notes its remarks.
 	Extra map[string]int64 `json:"extra,omitempty"`

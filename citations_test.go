@@ -1,0 +1,54 @@
+package cleolease
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// privateCitation matches references to documents that are not in this
+// repository (the design and research notes the project started from). A
+// comment must send its reader only to files of the repository or to
+// public sources.
+var privateCitation = regexp.MustCompile(`DESIGN\b|\blease-anchors\b|\bstyle-anchors\b|\bcleo-lease-spec\b|\bresearch/|\bseeds/`)
+
+// TestCommentsCiteOnlyReachableDocuments scans the comments of every .go
+// file of the repository (every module in it) for such references.
+func TestCommentsCiteOnlyReachableDocuments(t *testing.T) {
+	fset := token.NewFileSet()
+	n := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				if m := privateCitation.FindString(c.Text); m != "" {
+					t.Errorf("%s: comment cites %q, which is not in the repository: %s", fset.Position(c.Pos()), m, c.Text)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 50 {
+		t.Fatalf("scanned only %d .go files; is the test running from the module root?", n)
+	}
+}
