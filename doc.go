@@ -38,6 +38,7 @@
 //   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. `_lease_mode=off` and read-only opens are never refused.
 //   - _lease_priority (100): queue priority, **lower is served first** (WithPriority overrides it per call)
 //   - _lease_scope (main): scope of writes whose context names none (WithLane)
+//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
 //   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO
 //   - _lease_steal_after_ttl (false): opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.
 //   - _lease_ttl (30s): written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).

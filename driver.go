@@ -188,7 +188,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return c.engine.CheckFile()
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, SidecarDir: c.cfg.SidecarDir, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.cfg.Logger, MemoryOnly: c.memory,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,6 +83,11 @@ type Config struct {
 	// NetworkFS (_lease_network_fs) refuses (default; "" means refuse) or
 	// allows a database on a network filesystem; see NetworkFSError.
 	NetworkFS NetworkFS
+	// SidecarDir (_lease_sidecar_dir), when not empty, is the absolute
+	// directory holding the liveness files instead of the database's own
+	// directory (for a mount that accepts only database files, such as
+	// LiteFS's); every process of the file must give the same one.
+	SidecarDir string
 
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
 	MigrationsTable    string // _migrations_table
@@ -239,6 +245,18 @@ var leaseParams = []leaseParam{
 		doc: "scope of writes whose context names none (WithLane)",
 		set: func(c *Config, v string) string { return setNonEmpty(&c.Scope, v) },
 		get: func(c *Config) string { return c.Scope },
+	},
+	{
+		name: "_lease_sidecar_dir", field: "SidecarDir", kind: "absolute directory", def: "",
+		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.",
+		set: func(c *Config, v string) string {
+			if !filepath.IsAbs(v) {
+				return "must be an absolute directory path"
+			}
+			c.SidecarDir = v
+			return ""
+		},
+		get: func(c *Config) string { return c.SidecarDir },
 	},
 	{
 		name: "_lease_slice", field: "Slice", kind: "Go duration", def: DefaultSlice.String(),

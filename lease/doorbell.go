@@ -74,13 +74,14 @@ type registration struct {
 
 // newDoorbell listens for this engine's datagrams and watches the files,
 // where the platform allows; with no liveness locks (locks nil) it does
-// neither, and waiters poll.
-func newDoorbell(locks platform.Locks, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string)) *doorbell {
+// neither, and waiters poll. sideBase names the liveness files
+// (sidecarBase), dbPath the database.
+func newDoorbell(locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string)) *doorbell {
 	b := &doorbell{ch: make(chan struct{}), onWait: onWait, onGrant: onGrant, onLook: onLook}
 	if locks == nil {
 		return b
 	}
-	if bell, err := platform.ListenBell(dbPath, holderID, file); err == nil {
+	if bell, err := platform.ListenBell(sideBase, holderID, file); err == nil {
 		b.bell = bell
 		b.wg.Add(1)
 		go b.recv()

@@ -2,7 +2,9 @@ package lease
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +44,14 @@ type Options struct {
 	// Linger is how long an idle holder keeps the row while nobody waits.
 	// 0 releases at once.
 	Linger time.Duration
+	// SidecarDir, when not empty, is the local directory that holds the
+	// engine's liveness files (the sidecar <db>-cleolease, or the
+	// portable tier's <db>-cleolease.d), named there after the database's
+	// file name and identity (sidecarBase), instead of beside the database:
+	// for a database in a mount that accepts only database files, such as
+	// LiteFS's. Every process that opens the file must give the same
+	// directory; the directory must exist.
+	SidecarDir string
 	// RemoteHolders says that processes of other hosts may hold the file's
 	// lanes (a database on a network filesystem, opted in with
 	// _lease_network_fs=allow): a row written during another boot, or
@@ -181,7 +191,8 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if fi, err := platform.Stat(e.path); err == nil {
 		mode = fi.Mode
 	}
-	locks, err := platform.OpenLocks(e.path, mode, slotFor(e.holderID))
+	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
+	locks, err := platform.OpenLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
@@ -193,7 +204,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if locks != nil {
 		e.start += "/" + locks.Mark()
 	}
-	e.bell = newDoorbell(locks, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived)
+	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -211,6 +222,18 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	return nil
+}
+
+// sidecarBase is the path the liveness files are named after: the
+// database's own path, or, with a sidecar directory, a name in it made of
+// the database's file name and a hash of its resolved path, device and
+// inode (so that two databases of one name never share liveness files).
+func sidecarBase(path string, dev, ino uint64, dir string) string {
+	if dir == "" {
+		return path
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d:%d", path, dev, ino)))
+	return filepath.Join(dir, filepath.Base(path)+"-"+hex.EncodeToString(sum[:6]))
 }
 
 // Path is the resolved path of the engine's file.
