@@ -209,7 +209,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if locks != nil {
 		e.start += "/" + locks.Mark()
 	}
-	e.bell = newDoorbell(locks, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived)
+	e.bell = newDoorbell(locks, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
