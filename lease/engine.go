@@ -70,8 +70,12 @@ type Options struct {
 	// provably alive (hung). Writes stay safe (fencing); external side
 	// effects of the robbed holder are not.
 	StealAfterTTL bool
-	Clock         Clock
-	Logger        *slog.Logger
+	// Clock is the wall clock of the lease rows' timestamps (see Clock);
+	// nil means SystemClock.
+	Clock Clock
+	// Logger receives the engine's events (grants degraded, reclaims,
+	// breaks, lost leases); nil logs nothing.
+	Logger *slog.Logger
 	// MemoryOnly makes an in-process-only engine (shared in-memory
 	// databases): a gate per lane, no tables, no sidecar.
 	MemoryOnly bool

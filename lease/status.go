@@ -12,15 +12,15 @@ import (
 
 // HolderStatus describes the active holder of a lane.
 type HolderStatus struct {
-	ID        string        `json:"id"`
+	ID        string        `json:"id"` // its holder id (holder_id)
 	PID       int64         `json:"pid"`
 	Alive     bool          `json:"alive"`
-	Why       string        `json:"why"` // the evidence behind Alive
-	Epoch     int64         `json:"epoch"`
-	HeldFor   time.Duration `json:"held_for_ns"`
-	Heartbeat time.Duration `json:"heartbeat_age_ns"`
-	TTL       time.Duration `json:"ttl_ns"`
-	Depth     int64         `json:"depth"`
+	Why       string        `json:"why"`              // the evidence behind Alive
+	Epoch     int64         `json:"epoch"`            // the fencing token of its grant
+	HeldFor   time.Duration `json:"held_for_ns"`      // since it was granted the lane
+	Heartbeat time.Duration `json:"heartbeat_age_ns"` // since its last heartbeat
+	TTL       time.Duration `json:"ttl_ns"`           // its ttl_ms
+	Depth     int64         `json:"depth"`            // its re-entrancy depth, as its heartbeat last wrote it
 }
 
 // WaiterStatus describes one waiter of a lane: a process with a queue row
