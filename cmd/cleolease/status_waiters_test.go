@@ -60,6 +60,21 @@ func roleTx() int {
 	return 0
 }
 
+// txDB creates a database with roleTx's table t, and returns its path.
+func txDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	raw, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("CREATE TABLE t (pid INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // startTx starts a child process playing roleTx on path's lane with the
 // given priority; it is killed at the end of the test.
 func startTx(t *testing.T, path, lane string, priority int) *holder {
@@ -75,15 +90,7 @@ func startTx(t *testing.T, path, lane string, priority int) *holder {
 // names both — pid, priority, waiting since, place in line — while A keeps
 // the lock, and the lane is then granted in the order shown.
 func TestStatusNamesWaitersBehindAWriteTransaction(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
-	raw, err := sql.Open("sqlite3", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Exec("CREATE TABLE t (pid INTEGER)"); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
+	path := txDB(t)
 
 	a := startTx(t, path, "jobs", 100)
 	a.expect("OPEN")
