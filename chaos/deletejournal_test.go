@@ -23,7 +23,7 @@ import (
 // and two of its reads do not retry SQLITE_BUSY, so "database is locked"
 // reaches the caller:
 //
-//   - Lease.Check (Hold.Check: one QueryRowContext of FenceSQL on e.db);
+//   - Lease.Check (Hold.Check: one QueryRowContext of fenceSQL on e.db);
 //   - cleolease.Status / Engine.Status (readStatus on e.db);
 //   - lease.Open's bootstrap (readSchema on e.db before its BEGIN
 //     IMMEDIATE), hence the first connection of a cleolease *sql.DB in a
