@@ -20,8 +20,9 @@ import (
 //     with errors.As; its Unwrap yields one of the sentinels, a context
 //     error or an SQLite error. Bad DSN parameters come as *DSNError,
 //     a bad Config as *ConfigError, migration failures as *MigrationError.
-//   - Types returned by this package's functions (LeaseStats, LaneStatus,
-//     HolderStatus, WaiterStatus) are aliases of the engine's types.
+//   - Types returned by this package's functions or taken by Config
+//     (LeaseStats, LaneStatus, HolderStatus, WaiterStatus, Clock) are
+//     aliases of the engine's types.
 //   - SQLite's own errors (sqlite3.Error) are returned unchanged, as
 //     go-sqlite3 returns them; an open error is wrapped (with %w) to name
 //     the file.
@@ -75,6 +76,10 @@ type HolderStatus = lease.HolderStatus
 
 // WaiterStatus is one waiter of a lane (LaneStatus.Waiters).
 type WaiterStatus = lease.WaiterStatus
+
+// Clock is the lease engine's source of wall-clock time (Config.Clock):
+// tests inject one to step time; nil in a Config means the system clock.
+type Clock = lease.Clock
 
 // Errors of this package's own.
 var (

@@ -24,6 +24,10 @@ import (
 //     (no payload) tells a waiter to look again: the process it
 //     registered with does not hold the lane. One datagram, one woken
 //     process; sends never block.
+//   - A status reader (Engine.Status, Inspect) listening on a bell of its
+//     own sends the holder of a lane "who waits?" ('q'); the holder answers
+//     with the registrations it holds ('r'), which name the waiters that
+//     cannot write their queue rows while SQLite's write lock is taken.
 //   - A platform.FileWatch (inotify, on Linux) reports every close of the
 //     sidecar — how a crashed process's exit shows up — and a rename,
 //     unlink or link-count change of the database file (so the identity
@@ -56,6 +60,9 @@ type doorbell struct {
 	onGrant func(scope, lane string)
 	// onLook learns that a waiter of (scope, lane) should look again.
 	onLook func(scope, lane string)
+	// onQuery answers a status query: who waits for (scope, lane), to be
+	// sent to the engine named reply (see answerQuery).
+	onQuery func(reply, scope, lane string)
 }
 
 // registration is what a waiter sends the holder of its lane instead of
@@ -76,8 +83,8 @@ type registration struct {
 // where the platform allows; with no liveness locks (locks nil) it does
 // neither, and waiters poll. sideBase names the liveness files
 // (sidecarBase), dbPath the database.
-func newDoorbell(locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string)) *doorbell {
-	b := &doorbell{ch: make(chan struct{}), onWait: onWait, onGrant: onGrant, onLook: onLook}
+func newDoorbell(locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string), onQuery func(reply, scope, lane string)) *doorbell {
+	b := &doorbell{ch: make(chan struct{}), onWait: onWait, onGrant: onGrant, onLook: onLook, onQuery: onQuery}
 	if locks == nil {
 		return b
 	}
@@ -119,6 +126,12 @@ func (b *doorbell) dispatch(msg []byte) {
 	var regs []registration
 	granted := msg[0] == 'G'
 	switch {
+	case msg[0] == 'q':
+		reply, scope, lane, err := decodeQuery(msg)
+		if err == nil && b.onQuery != nil {
+			b.onQuery(reply, scope, lane)
+		}
+		return // a question wakes nobody
 	case msg[0] == 'l':
 		scope, lane, err := decodeLook(msg)
 		if err != nil {

@@ -64,8 +64,12 @@ type Options struct {
 	// provably alive (hung). Writes stay safe (fencing); external side
 	// effects of the robbed holder are not.
 	StealAfterTTL bool
-	Clock         Clock
-	Logger        *slog.Logger
+	// Clock is the wall clock of the lease rows' timestamps (see Clock);
+	// nil means SystemClock.
+	Clock Clock
+	// Logger receives the engine's events (grants degraded, reclaims,
+	// breaks, lost leases); nil logs nothing.
+	Logger *slog.Logger
 	// MemoryOnly makes an in-process-only engine (shared in-memory
 	// databases): a gate per lane, no tables, no sidecar.
 	MemoryOnly bool
@@ -204,7 +208,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if locks != nil {
 		e.start += "/" + locks.Mark()
 	}
-	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived)
+	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)

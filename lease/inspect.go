@@ -15,10 +15,17 @@ import (
 var ErrNoLeaseTables = errors.New("database has no lease tables (no cleolease process has written to it)")
 
 // Inspect reports every lane of the database at path, like Engine.Status,
-// without opening an engine and without writing anything: the database is
-// read through ReadOnly and the liveness locks' files (platform.Locks), if
-// present, are opened read-only only to test locks. Errors: os.ErrNotExist for a missing file, SQLite's
-// error for a file that is not a database, ErrNoLeaseTables, ErrUntrusted.
+// without opening an engine and without writing to the database or the
+// liveness locks' files: the database is read through ReadOnly, and the
+// liveness locks' files (the sidecar, or the lock directory), if present,
+// are opened read-only only to test locks. To name the waiters that have
+// only registered with a lane's holder (LaneStatus), it asks each live
+// holder over the doorbell, from a socket of its own: abstract on Linux
+// (no file); in the portable tier a socket file in the lock directory,
+// removed before it returns. A holder that does not answer within half a
+// second is reported in LaneStatus.Note. Errors: os.ErrNotExist for a
+// missing file, SQLite's error for a file that is not a database,
+// ErrNoLeaseTables, ErrUntrusted.
 func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error) {
 	var out []LaneStatus
 	err := ReadOnly(ctx, path, func(db *sql.DB) error {
@@ -35,7 +42,7 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	resolved, _, _, err := FileKey(path)
+	resolved, dev, ino, err := FileKey(path)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +61,10 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 		defer locks.Close()
 	}
 	probe := func(h holder) verdict { return probeHolder("", locks, h, false) }
-	return readStatus(ctx, db, probe, clock, locks)
+	ask := func(qs []holderQuery) (map[laneKey]*holderAnswer, string) {
+		return askHolders(resolved, platform.FileID{Dev: dev, Ino: ino}, qs, holderAnswerWait)
+	}
+	return readStatus(ctx, db, probe, clock, locks, ask)
 }
 
 // ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes

@@ -12,57 +12,91 @@ import (
 
 // HolderStatus describes the active holder of a lane.
 type HolderStatus struct {
-	ID        string        `json:"id"`
+	ID        string        `json:"id"` // its holder id (holder_id)
 	PID       int64         `json:"pid"`
 	Alive     bool          `json:"alive"`
-	Why       string        `json:"why"` // the evidence behind Alive
-	Epoch     int64         `json:"epoch"`
-	HeldFor   time.Duration `json:"held_for_ns"`
-	Heartbeat time.Duration `json:"heartbeat_age_ns"`
-	TTL       time.Duration `json:"ttl_ns"`
-	Depth     int64         `json:"depth"`
+	Why       string        `json:"why"`              // the evidence behind Alive
+	Epoch     int64         `json:"epoch"`            // the fencing token of its grant
+	HeldFor   time.Duration `json:"held_for_ns"`      // since it was granted the lane
+	Heartbeat time.Duration `json:"heartbeat_age_ns"` // since its last heartbeat
+	TTL       time.Duration `json:"ttl_ns"`           // its ttl_ms
+	Depth     int64         `json:"depth"`            // its re-entrancy depth, as its heartbeat last wrote it
 }
 
-// WaiterStatus describes one queued waiter.
+// WaiterStatus describes one waiter of a lane: a process with a queue row
+// (Source "queue"), or one that has so far only registered with the
+// holder, which reported it (Source "holder"; see LaneStatus).
 type WaiterStatus struct {
-	Ticket   int64         `json:"ticket"`
-	ID       string        `json:"id"`
+	Ticket   int64         `json:"ticket"` // its queue row's ticket; 0 for a registration
+	ID       string        `json:"id"`     // its holder id
 	PID      int64         `json:"pid"`
-	Priority int64         `json:"priority"`
+	Priority int64         `json:"priority"` // lower is served first
+	Since    time.Time     `json:"since"`    // when it began to wait
 	Waited   time.Duration `json:"waited_ns"`
-	Alive    bool          `json:"alive"`
-	Why      string        `json:"why"`
+	// Place is its place in grant order, 1 for the next to be served,
+	// when every waiting process is listed; 0 when some are not named
+	// (LaneStatus.Unnamed), so the order is not fully known.
+	Place  int    `json:"place,omitempty"`
+	Source string `json:"source"` // "queue" or "holder"
+	Alive  bool   `json:"alive"`
+	Why    string `json:"why"`
 }
 
 // LaneStatus is one (scope, lane): its holder (nil when free), the highest
 // epoch issued, and its waiters in grant order.
+//
+// A waiter writes its queue row only once SQLite's write lock is free:
+// while the holder is inside a write transaction a waiter has only
+// registered with the holder (over the doorbell), and the status reader
+// asks the holder for those registrations, so they are listed too. A
+// holder that is stopped, or has no doorbell, cannot answer: its waiters
+// are then counted (Waiting, Unnamed) but not named, and Note says why.
 type LaneStatus struct {
 	Scope   string         `json:"scope"`
 	Lane    string         `json:"lane"`
 	Epoch   int64          `json:"epoch"`
 	Holder  *HolderStatus  `json:"holder,omitempty"`
 	Waiters []WaiterStatus `json:"waiters"`
-	// Waiting counts the processes that announce in the liveness locks that they
-	// wait for the lane, with a queue row (Waiters) or, in the first
-	// 100 ms or behind a long transaction, only registered with the
-	// holder; -1 when it cannot be told (no liveness locks). At most 1,000.
-	// Engine.Status does not count the calling process's own waiter.
+	// Waiting counts the processes that announce in the liveness locks
+	// that they wait for the lane, named in Waiters or not; -1 when it
+	// cannot be told (no liveness locks). At most 1,000. Engine.Status
+	// does not count the calling process's own waiter.
 	Waiting int `json:"waiting"`
+	// Unnamed counts the waiting processes Waiters does not name.
+	Unnamed int `json:"unnamed"`
+	// Note says why waiters are missing from Waiters, if any are.
+	Note string `json:"note,omitempty"`
 }
 
-// Status reads every lane of the file (rows and queue) and judges each
-// holder and waiter alive or dead with the engine's evidence. It writes
-// nothing.
+// Status reads every lane of the file (rows and queue), asks each live
+// holder for the waiters that registered with it (see LaneStatus), and
+// judges each holder and waiter alive or dead with the engine's evidence.
+// It writes nothing to the database.
 func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 	var out []LaneStatus
+	ask := func(qs []holderQuery) (map[laneKey]*holderAnswer, string) {
+		if e.opts.MemoryOnly {
+			return nil, ""
+		}
+		return askHolders(e.path, platform.FileID{Dev: e.dev, Ino: e.ino}, qs, holderAnswerWait)
+	}
 	err := e.retryBusy(ctx, func() (err error) {
-		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks)
+		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks, ask)
 		return err
 	})
 	return out, err
 }
 
-func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, locks platform.Locks) ([]LaneStatus, error) {
+// laneRead is what readStatus reads of one lane from the database.
+type laneRead struct {
+	st LaneStatus
+	ws []queued
+}
+
+// readStatus reads every lane from db, then asks the lanes' live holders
+// who waits (ask; nil asks nobody), then orders each lane's waiters.
+func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, locks platform.Locks,
+	ask func([]holderQuery) (map[laneKey]*holderAnswer, string)) ([]LaneStatus, error) {
 	rows, err := readLanes(ctx, db)
 	if err != nil {
 		return nil, err
@@ -95,7 +129,8 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 	}
 	now := clock.Now().UnixMilli()
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	out := make([]LaneStatus, 0, len(lanes))
+	reads := make([]laneRead, 0, len(lanes))
+	var qs []holderQuery
 	for _, x := range lanes {
 		st := LaneStatus{Scope: x.scope, Lane: x.lane, Epoch: x.epoch, Waiters: []WaiterStatus{}, Waiting: -1}
 		if locks != nil {
@@ -115,19 +150,82 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 			v := probe(r.h)
 			st.Holder = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch,
 				HeldFor: ms(now - acquired), Heartbeat: ms(now - r.heartbeat), TTL: ms(r.ttl), Depth: depth}
+			if v.alive && st.Waiting != 0 {
+				qs = append(qs, holderQuery{id: r.h.ID, scope: x.scope, lane: x.lane})
+			}
 		}
 		ws, err := readQueue(ctx, db, x.scope, x.lane)
 		if err != nil {
 			return nil, err
 		}
+		reads = append(reads, laneRead{st: st, ws: ws})
+	}
+	// Every read is done: a holder's answer cannot be outdated by a
+	// retry after SQLITE_BUSY.
+	var answers map[laneKey]*holderAnswer
+	var note string
+	if ask != nil {
+		answers, note = ask(qs)
+	}
+	out := make([]LaneStatus, 0, len(reads))
+	for _, rd := range reads {
+		st, ws := rd.st, rd.ws
+		base := wantBase(st.Scope, st.Lane)
+		a := answers[laneKey{st.Scope, st.Lane}]
+		if a != nil {
+			var regs []registration
+			for _, r := range a.regs {
+				if r.Scope != st.Scope || r.Lane != st.Lane {
+					continue
+				}
+				if locks != nil && r.Slot > 0 {
+					if w, err := locks.Wants(base, r.Slot); err == nil && !w {
+						continue // gave up since it registered
+					}
+				}
+				regs = append(regs, r)
+			}
+			ws = withRegistrations(ws, regs)
+		}
 		order(ws, now)
+		named := 0
 		for _, w := range ws {
 			v := verdict{true, "another implementation's waiter"}
 			if !w.foreign {
 				v = probe(w.h)
 			}
+			src := "queue"
+			if !w.row {
+				src = "holder"
+			}
+			if v.alive && !w.foreign {
+				named++
+			}
 			st.Waiters = append(st.Waiters, WaiterStatus{Ticket: w.ticket, ID: w.h.ID, PID: w.h.PID,
-				Priority: w.priority, Waited: ms(now - w.enqueued), Alive: v.alive, Why: v.reason})
+				Priority: w.priority, Since: time.UnixMilli(w.enqueued), Waited: ms(now - w.enqueued),
+				Source: src, Alive: v.alive, Why: v.reason})
+		}
+		if st.Waiting > named {
+			st.Unnamed = st.Waiting - named
+		}
+		switch {
+		case st.Unnamed == 0:
+			for i := range st.Waiters {
+				st.Waiters[i].Place = i + 1
+			}
+		case note != "":
+			st.Note = note
+		case a != nil && !a.answered:
+			st.Note = a.why
+		case st.Holder == nil:
+			st.Note = "the lane has no holder to ask; its waiters write their queue rows at their next look"
+		case !st.Holder.Alive:
+			st.Note = "the holder is dead; its waiters write their queue rows when they reclaim the lane"
+		default:
+			st.Note = "not registered with the holder (yet): they appear once they register or write their queue rows"
+		}
+		if st.Unnamed > 0 {
+			st.Note = fmt.Sprintf("%d waiting process(es) not named: %s", st.Unnamed, st.Note)
 		}
 		out = append(out, st)
 	}

@@ -13,6 +13,14 @@ import (
 //	'g' wireVersion string(scope) string(lane) uvarint(n) n × registration   a grant
 //	'w' wireVersion uvarint(n) n × registration                              waiting
 //	'l' wireVersion string(scope) string(lane)                               look at the lane
+//	'q' wireVersion string(reply) string(scope) string(lane)                 who waits? (status)
+//	'r' wireVersion string(scope) string(lane) uvarint(total) uvarint(n) n × registration
+//	                                                                         an answer to 'q'
+//
+// A 'q' asks the holder of (scope, lane) for the registrations it holds
+// (see registration); reply is the holder id the asker listens as. The
+// holder answers with as many 'r' datagrams as the registrations need,
+// each carrying some of the total.
 //
 //	registration: string(scope) string(lane) string(id) string(start)
 //	              varint(pid) varint(slot) varint(priority) varint(arrival)
@@ -217,4 +225,57 @@ func decodeWire(msg []byte) (grant bool, scope, lane string, regs []registration
 		return false, "", "", nil, r.err
 	}
 	return grant, scope, lane, regs, nil
+}
+
+// encodeQuery returns the 'q' datagram asking the holder of (scope, lane)
+// for its registrations, to be answered to the engine named reply.
+func encodeQuery(reply, scope, lane string) []byte {
+	b := []byte{'q', wireVersion}
+	b = appendWireString(b, reply)
+	b = appendWireString(b, scope)
+	return appendWireString(b, lane)
+}
+
+// decodeQuery decodes a 'q' datagram.
+func decodeQuery(msg []byte) (reply, scope, lane string, err error) {
+	if len(msg) < 2 || msg[0] != 'q' || msg[1] != wireVersion {
+		return "", "", "", errWire
+	}
+	r := &wireReader{b: msg[2:]}
+	reply, scope, lane = r.string(), r.string(), r.string()
+	if r.err == nil && (len(r.b) != 0 || reply == "") {
+		r.err = errWire
+	}
+	return reply, scope, lane, r.err
+}
+
+// encodeAnswer returns an 'r' datagram: regs, part of the total
+// registrations the holder holds for (scope, lane).
+func encodeAnswer(scope, lane string, total int, regs []registration) []byte {
+	b := []byte{'r', wireVersion}
+	b = appendWireString(b, scope)
+	b = appendWireString(b, lane)
+	b = binary.AppendUvarint(b, uint64(total))
+	return appendRegistrations(b, regs)
+}
+
+// decodeAnswer decodes an 'r' datagram.
+func decodeAnswer(msg []byte) (scope, lane string, total int, regs []registration, err error) {
+	if len(msg) < 2 || msg[0] != 'r' || msg[1] != wireVersion {
+		return "", "", 0, nil, errWire
+	}
+	r := &wireReader{b: msg[2:]}
+	scope, lane = r.string(), r.string()
+	t := r.uvarint()
+	if r.err == nil && t > 1<<20 {
+		r.err = errWire
+	}
+	regs = r.registrations()
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errWire
+	}
+	if r.err != nil {
+		return "", "", 0, nil, r.err
+	}
+	return scope, lane, int(t), regs, nil
 }

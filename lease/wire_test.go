@@ -126,3 +126,30 @@ func TestWireChunksFitADatagram(t *testing.T) {
 		t.Fatal("encodable disagrees with the decoder's limit")
 	}
 }
+
+// TestWireQueryAnswer: status's question to a holder and the holder's
+// answer round-trip, and every truncation of either is refused.
+func TestWireQueryAnswer(t *testing.T) {
+	q := encodeQuery("st-1", "main", "jobs")
+	if reply, scope, lane, err := decodeQuery(q); err != nil || reply != "st-1" || scope != "main" || lane != "jobs" {
+		t.Fatalf("query: %q %q %q %v", reply, scope, lane, err)
+	}
+	a := encodeAnswer("main", "jobs", 3, wireRegs)
+	scope, lane, total, regs, err := decodeAnswer(a)
+	if err != nil || scope != "main" || lane != "jobs" || total != 3 || !reflect.DeepEqual(regs, wireRegs) {
+		t.Fatalf("answer: %q %q %d %+v %v", scope, lane, total, regs, err)
+	}
+	for n := 0; n < len(q); n++ {
+		if _, _, _, err := decodeQuery(q[:n]); err == nil {
+			t.Fatalf("query truncated to %d of %d bytes: accepted", n, len(q))
+		}
+	}
+	for n := 0; n < len(a); n++ {
+		if _, _, _, _, err := decodeAnswer(a[:n]); err == nil {
+			t.Fatalf("answer truncated to %d of %d bytes: accepted", n, len(a))
+		}
+	}
+	if _, _, _, err := decodeQuery(encodeQuery("", "main", "jobs")); err == nil {
+		t.Fatal("a query without a reply address: accepted")
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/workload"
 	"github.com/cleocode/cleolease/lease"
@@ -39,6 +40,8 @@ func TestMain(m *testing.M) {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	case "hold":
 		os.Exit(roleHold())
+	case "tx":
+		os.Exit(roleTx())
 	}
 	os.Exit(m.Run())
 }
@@ -724,11 +727,11 @@ func TestBreakWhileTheWriteLockIsTaken(t *testing.T) {
 	}
 }
 
-// TestStatusCountsRegisteredWaiters: a waiter that has only registered with
+// TestStatusNamesRegisteredWaiters: a waiter that has only registered with
 // the holder (here it cannot write its queue row: another connection keeps
-// SQLite's write lock) has no queue row, but status counts it from its
-// lock on the sidecar.
-func TestStatusCountsRegisteredWaiters(t *testing.T) {
+// SQLite's write lock) has no queue row, but status names it: the holder
+// reports its registration.
+func TestStatusNamesRegisteredWaiters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
@@ -736,17 +739,33 @@ func TestStatusCountsRegisteredWaiters(t *testing.T) {
 	unlock := takeWriteLock(t, path)
 	b := startHolder(t, path, "jobs", 100)
 	b.expect("OPEN")
+	if platform.PollWake {
+		// Without a doorbell nobody registers: the waiter is counted,
+		// unnamed, and the note says why.
+		var l lease.LaneStatus
+		eventually(t, "status to count the waiter", func() bool {
+			l = laneOf(t, statusJSON(t, path), "main", "jobs")
+			return l.Waiting == 1
+		})
+		if len(l.Waiters) != 0 || l.Unnamed != 1 || !strings.Contains(l.Note, "doorbell") {
+			t.Fatalf("lane %+v: want one unnamed waiter and a note about the doorbell", l)
+		}
+		unlock()
+		a.send("release")
+		b.expect("HELD")
+		return
+	}
 	var l lease.LaneStatus
-	eventually(t, "status to count the registered waiter", func() bool {
+	eventually(t, "status to name the registered waiter", func() bool {
 		l = laneOf(t, statusJSON(t, path), "main", "jobs")
-		return l.Waiting == 1
+		return len(l.Waiters) == 1 && l.Waiters[0].PID == b.pid()
 	})
-	if len(l.Waiters) != 0 {
-		t.Fatalf("waiters %+v: want no queue row while the write lock is taken", l.Waiters)
+	if w := l.Waiters[0]; w.Source != "holder" || w.Ticket != 0 || w.Place != 1 || !w.Alive || l.Waiting != 1 || l.Unnamed != 0 {
+		t.Fatalf("lane %+v: want one waiter named by the holder, first in line, and nobody unnamed", l)
 	}
 	r := cli(t, "status", path)
-	if r.code != 0 || !strings.Contains(r.stdout, "0 (+1 registered)") {
-		t.Errorf("status does not show the registered waiter:\n%s", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, " "+strconv.FormatInt(b.pid(), 10)+" ") || !strings.Contains(r.stdout, "holder") {
+		t.Errorf("status does not show the registered waiter %d:\n%s", b.pid(), r.stdout)
 	}
 	unlock()
 	a.send("release")

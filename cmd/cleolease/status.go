@@ -43,14 +43,23 @@ func newStatusCmd() *cobra.Command {
 		Long: `status shows, for each (scope, lane) of DB: the holder (id, pid, alive or
 dead and the evidence), the epoch, how long it has held the lane, the age of
 its heartbeat and its re-entrancy depth; the waiters in grant order with
-their priorities and wait times; and golang-migrate's version and dirty flag.
-A waiter writes its queue row after 100 ms (or once SQLite's write lock is
-free); before that it has only registered with the holder, and the waiters
-column counts it as "registered" (from its lock on the sidecar).
+their pids, priorities, places and wait times; and golang-migrate's version
+and dirty flag.
 
-status writes nothing: it opens DB read-only (mode=ro), never creates the
-lease tables or the sidecar, and judges liveness by testing the holders'
-locks on the sidecar without taking any.
+A waiter writes its queue row only once SQLite's write lock is free: while
+the holder is inside a write transaction, a waiter has only registered with
+the holder (over the doorbell, a datagram). status asks each live holder for
+those registrations, so every waiter is listed whatever the holder is doing
+("via holder" rather than "via queue"). A holder that cannot answer (stopped,
+or built without a doorbell: cleolease_pollwake, Windows) leaves its waiters
+counted from their locks on the sidecar but unnamed, with a note saying why.
+
+status writes nothing to the database or the sidecar: it opens DB read-only
+(mode=ro), never creates the lease tables or the sidecar, and judges
+liveness by testing the holders' locks on the sidecar without taking any.
+To hear the holders' answers it listens on a socket of its own: an abstract
+one on Linux (no file), a socket file in the lock directory (removed before
+it exits) in the portable tier.
 
 DB is a file path, not a DSN. On a plain SQLite file (no lease tables yet)
 status fails, except with --json, which prints an empty lane list and the
@@ -182,25 +191,33 @@ func printStatus(w io.Writer, rep statusReport) {
 			row = append(row, "(free)", "", "", "", "", "")
 		}
 		waiters := strconv.Itoa(len(l.Waiters))
-		if l.Waiting > len(l.Waiters) {
-			// Waiting processes not (yet) in the queue table: only
-			// registered with the holder (see README, Wake-up).
-			waiters += fmt.Sprintf(" (+%d registered)", l.Waiting-len(l.Waiters))
+		if l.Unnamed > 0 {
+			// Waiting processes no holder could name (see the note).
+			waiters += fmt.Sprintf(" (+%d unnamed)", l.Unnamed)
 		}
 		row = append(row, waiters)
 		t.Append(row)
 	}
 	t.Render()
 	for _, l := range rep.Lanes {
-		if len(l.Waiters) == 0 {
-			continue
+		if len(l.Waiters) > 0 {
+			fmt.Fprintf(w, "\nqueue of %s/%s, in grant order:\n", l.Scope, l.Lane)
+			q := newTable(w, "#", "ticket", "waiter", "pid", "priority", "waiting", "via", "state")
+			for _, x := range l.Waiters {
+				place, ticket := "?", "-"
+				if x.Place > 0 {
+					place = strconv.Itoa(x.Place)
+				}
+				if x.Ticket > 0 {
+					ticket = strconv.FormatInt(x.Ticket, 10)
+				}
+				q.Append([]string{place, ticket, shortID(x.ID), strconv.FormatInt(x.PID, 10),
+					strconv.FormatInt(x.Priority, 10), fmtAge(x.Waited), x.Source, aliveText(x.Alive, x.Why)})
+			}
+			q.Render()
 		}
-		fmt.Fprintf(w, "\nqueue of %s/%s, in grant order:\n", l.Scope, l.Lane)
-		q := newTable(w, "#", "ticket", "waiter", "pid", "priority", "waiting", "state")
-		for i, x := range l.Waiters {
-			q.Append([]string{strconv.Itoa(i + 1), strconv.FormatInt(x.Ticket, 10), shortID(x.ID),
-				strconv.FormatInt(x.PID, 10), strconv.FormatInt(x.Priority, 10), fmtAge(x.Waited), aliveText(x.Alive, x.Why)})
+		if l.Note != "" {
+			fmt.Fprintf(w, "\nnote on %s/%s: %s\n", l.Scope, l.Lane, l.Note)
 		}
-		q.Render()
 	}
 }
