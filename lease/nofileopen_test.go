@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +109,7 @@ func TestEngineNeverOpensDatabaseFiles(t *testing.T) {
 		}
 		h.Release()
 	}
-	time.Sleep(60 * time.Millisecond) // past the linger: the row is released
+	eventually(t, "the lingering row to be released", func() bool { return e.lane("s", "l").currentRow() == nil })
 	phase("write", nil)
 
 	// Hand-off: a waiter in another process registers with this holder and
@@ -119,7 +120,13 @@ func TestEngineNeverOpensDatabaseFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startChild(t, "wait", path, "CLEOLEASE_NAME=child")
-	waitRegistered(t, e, 1)
+	if platform.PollWake {
+		// No doorbell to register by: the waiter announces its want.
+		l := e.lane("s", "l")
+		eventually(t, "the waiter to announce its want", func() bool { return l.othersWaiting(ctx) })
+	} else {
+		waitRegistered(t, e, 1)
+	}
 	opens.drain() // the child's start: its engine and connection
 	if err := fencedWrite(ctx, writer, h, "parent"); err != nil {
 		t.Fatal(err)
