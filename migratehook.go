@@ -3,10 +3,7 @@ package cleolease
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"sync"
-
-	"github.com/cleocode/cleolease/migrate"
 )
 
 // Migrator migrates a database with a tool of its own — ent's
@@ -63,14 +60,8 @@ var (
 // RegisterMigrations refuses (empty, a source URL, a directory path) and on
 // a nil Migrator.
 func RegisterMigrator(name string, m Migrator) {
-	switch {
-	case name == "":
-		panic("cleolease: RegisterMigrator: empty name")
-	case strings.Contains(name, "://"):
-		panic("cleolease: RegisterMigrator: name " + name + " looks like a source URL")
-	case migrate.IsDirPath(name):
-		panic("cleolease: RegisterMigrator: name " + name + " looks like a directory (it has a path separator or starts with '.')")
-	case m == nil:
+	checkRegisteredName("RegisterMigrator", name)
+	if m == nil {
 		panic("cleolease: RegisterMigrator: nil Migrator for " + name)
 	}
 	migratorsMu.Lock()

@@ -48,14 +48,8 @@ var (
 // source URLs), contains a path separator or starts with '.' (reserved for
 // directories, see migrate.IsDirPath), or fsys is nil.
 func RegisterMigrations(name string, fsys fs.FS) {
-	switch {
-	case name == "":
-		panic("cleolease: RegisterMigrations: empty name")
-	case strings.Contains(name, "://"):
-		panic("cleolease: RegisterMigrations: name " + name + " looks like a source URL")
-	case migrate.IsDirPath(name):
-		panic("cleolease: RegisterMigrations: name " + name + " looks like a directory (it has a path separator or starts with '.')")
-	case fsys == nil:
+	checkRegisteredName("RegisterMigrations", name)
+	if fsys == nil {
 		panic("cleolease: RegisterMigrations: nil fs.FS for " + name)
 	}
 	migrationSourcesMu.Lock()
@@ -248,4 +242,18 @@ func (c *Connector) coldKey() (string, error) {
 		return "", fmt.Errorf("cleolease: cold open of %s: %w", c.path, err)
 	}
 	return fmt.Sprintf("%s\x00%d:%d\x00%s", resolved, dev, ino, table), nil
+}
+
+// checkRegisteredName panics, naming fn, on a name _migrations could not
+// reach as a registered name: empty, a source URL ("://"), or a directory
+// path (migrate.IsDirPath).
+func checkRegisteredName(fn, name string) {
+	switch {
+	case name == "":
+		panic("cleolease: " + fn + ": empty name")
+	case strings.Contains(name, "://"):
+		panic("cleolease: " + fn + ": name " + name + " looks like a source URL")
+	case migrate.IsDirPath(name):
+		panic("cleolease: " + fn + ": name " + name + " looks like a directory (it has a path separator or starts with '.')")
+	}
 }

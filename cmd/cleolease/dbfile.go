@@ -68,8 +68,8 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
-// fileURI returns an SQLite "file:" URI for path with the given query
-// (workload.FileURI: absolute, with SQLite's URI syntax escaped).
+// fileURI is workload.FileURI: an SQLite "file:" URI for path (made
+// absolute) with the given query, escaping '?', '#' and '%'.
 var fileURI = workload.FileURI
 
 // readOnly runs fn on a connection to path that writes nothing and

@@ -233,17 +233,7 @@ func sqliteVersion(ctx context.Context, path string) string {
 // createDemoDB creates path in WAL mode with the demo's instrumentation
 // table; the application schema comes from the workers' migrations.
 func createDemoDB(ctx context.Context, path string) error {
-	dsn, err := fileURI(path, "_journal_mode=WAL&_busy_timeout=5000")
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, ddlMigrationRuns)
-	return err
+	return workload.ExecRaw(ctx, path, "_journal_mode=WAL&_busy_timeout=5000", ddlMigrationRuns)
 }
 
 func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver workload.Peer, path string, fsys fs.FS, versions []uint64, set string) (demoRun, error) {

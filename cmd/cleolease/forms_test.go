@@ -53,19 +53,7 @@ func TestStatusPlainFileJSON(t *testing.T) {
 func TestStatusWatchSpaceSeparated(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
 	leasedDB(t, path)
-	cmd := exec.Command(os.Args[0], "status", path, "--watch", "2s", "--json")
-	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=cli")
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
+	cmd, sc, errb := startCLI(t, "status", path, "--watch", "2s", "--json")
 	if !sc.Scan() {
 		cmd.Wait()
 		t.Fatalf("no report from status --watch 2s; stderr: %s", errb.String())
@@ -183,4 +171,23 @@ func TestBreakEpochFlag(t *testing.T) {
 	if r := cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--epoch", "0"); r.code != 2 || !strings.Contains(r.stderr, "--epoch must be positive") {
 		t.Errorf("--epoch 0: %s", r)
 	}
+}
+
+// startCLI starts the CLI with args in a child process, killed when the
+// test ends, and returns it with a scanner of its stdout and its stderr.
+func startCLI(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=cli")
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, bufio.NewScanner(out), errb
 }

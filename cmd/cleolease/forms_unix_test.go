@@ -5,10 +5,8 @@ package main
 // CLI tests that stop a process with SIGSTOP.
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,19 +26,7 @@ func TestBreakNeverHitsALaterHolder(t *testing.T) {
 	epochA, _ := strconv.ParseInt(a.expect("HELD"), 10, 64)
 	unlock := takeWriteLock(t, path)
 
-	cmd := exec.Command(os.Args[0], "break", path, "--scope", "main", "--lane", "jobs", "--force", "--timeout", "2m")
-	cmd.Env = append(childEnv(), "CLEOLEASE_CMD_TEST=cli")
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
+	cmd, sc, errb := startCLI(t, "break", path, "--scope", "main", "--lane", "jobs", "--force", "--timeout", "2m")
 	if !sc.Scan() || !strings.Contains(sc.Text(), fmt.Sprintf("(pid %d, alive", a.pid())) || !strings.Contains(sc.Text(), fmt.Sprintf("at epoch %d", epochA)) {
 		t.Fatalf("break's first line %q, want holder pid %d at epoch %d; stderr: %s", sc.Text(), a.pid(), epochA, errb.String())
 	}

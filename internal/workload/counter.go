@@ -39,19 +39,9 @@ func (Counter) Tx(ctx context.Context, db *sql.DB, s *State) (string, error) {
 // CreateCounter creates a fresh counter database at path (WAL, with raw
 // go-sqlite3, so that no peer's set-up is measured).
 func CreateCounter(ctx context.Context, path string) error {
-	dsn, err := FileURI(path, "_journal_mode=WAL&_busy_timeout=5000")
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, `CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+	return ExecRaw(ctx, path, "_journal_mode=WAL&_busy_timeout=5000", `CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL);
 		INSERT INTO counter VALUES (1, 0);
 		CREATE TABLE log (id INTEGER PRIMARY KEY, proc INTEGER, g INTEGER, seen INTEGER, at INTEGER)`)
-	return err
 }
 
 // VerifyCounter reads the counter database at path without writing

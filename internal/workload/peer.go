@@ -131,3 +131,20 @@ func FileURI(path, query string) (string, error) {
 	}
 	return u, nil
 }
+
+// ExecRaw runs statements on the database at path through a raw go-sqlite3
+// connection opened with the DSN query query (creating the file), then
+// closes it: set-up that no peer's measurement includes.
+func ExecRaw(ctx context.Context, path, query, statements string) error {
+	dsn, err := FileURI(path, query)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, statements)
+	return err
+}
