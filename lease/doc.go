@@ -63,7 +63,7 @@
 //   - epoch: the fencing token, strictly increasing per (scope, lane),
 //     never reused: every claim, hand-off and reclaim writes epoch + 1.
 //   - fencing: the check, inside the writer's own transaction, that its
-//     (holder, epoch) is still the active row (FenceSQL, Hold.Fence).
+//     (holder, epoch) is still the active row (Hold.Fence).
 //   - registration: a waiter's datagram to the holder saying that it waits,
 //     and where it stands in line; the holder orders registrations in
 //     memory with the queue rows, instead of each waiter writing a row
