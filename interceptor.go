@@ -8,8 +8,10 @@ package cleolease
 //     leaseConn, the connection that decides and runs leased writes;
 //   - interceptor is what sqlmw calls around every call: here it hands the
 //     opened leaseConn back to Connector.Connect (sqlmw hides it behind an
-//     unexported wrapper; the context carries a connSlot for it) and checks
-//     the database file's identity on Ping.
+//     unexported wrapper; the context carries a connSlot for it), refuses
+//     the isolation levels SQLite lacks in BeginTx, and checks the
+//     database file's identity on Ping — the checks that need no
+//     connection's state.
 //
 // The lease itself is not decided in the interceptor: sqlmw hands its Conn
 // and Stmt interceptors a per-call wrapper, not the leaseConn, and
@@ -18,7 +20,9 @@ package cleolease
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
+	"fmt"
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/ngrok/sqlmw"
@@ -64,6 +68,20 @@ func (i interceptor) ConnectorConnect(ctx context.Context, connect driver.Connec
 		slot.lc, _ = conn.(*leaseConn)
 	}
 	return conn, nil
+}
+
+// ConnBeginTx refuses the isolation levels SQLite does not provide (it
+// offers only serializable transactions), which go-sqlite3 would ignore
+// (mattn/go-sqlite3#685). database/sql's pre-context Begin bypasses the
+// interceptor, but it always asks for the default level.
+func (i interceptor) ConnBeginTx(ctx context.Context, conn driver.ConnBeginTx, opts driver.TxOptions) (context.Context, driver.Tx, error) {
+	switch sql.IsolationLevel(opts.Isolation) {
+	case sql.LevelDefault, sql.LevelSerializable:
+	default:
+		return ctx, nil, fmt.Errorf("cleolease: isolation level %s is not supported by SQLite (use the default or Serializable)", sql.IsolationLevel(opts.Isolation))
+	}
+	tx, err := conn.BeginTx(ctx, opts)
+	return ctx, tx, err
 }
 
 func (i interceptor) ConnPing(ctx context.Context, conn driver.Pinger) error {

@@ -2,9 +2,7 @@ package cleolease
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
-	"fmt"
 	"sync"
 )
 
@@ -21,14 +19,10 @@ import (
 //     is fenced.
 //
 // Isolation levels other than the default and Serializable (which is what
-// SQLite provides) are refused. On a connection already inside a
+// SQLite provides) are refused before this runs, by the interceptor
+// (interceptor.go). On a connection already inside a
 // transaction, SQLite's own error comes back, as from go-sqlite3.
 func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	switch sql.IsolationLevel(opts.Isolation) {
-	case sql.LevelDefault, sql.LevelSerializable:
-	default:
-		return nil, fmt.Errorf("cleolease: isolation level %s is not supported by SQLite (use the default or Serializable)", sql.IsolationLevel(opts.Isolation))
-	}
 	if !lc.c.leased() && !opts.ReadOnly {
 		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
