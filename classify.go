@@ -65,6 +65,26 @@ func (lc *leaseConn) classify(query string) (class, error) {
 	return k, nil
 }
 
+// stmtClass judges a statement prepared from query: go-sqlite3 runs only
+// the first statement of a prepared string. Results are cached per
+// connection by query text, like classify's, so that code preparing the
+// same write again and again pays the judgement (an EXPLAIN, on a
+// connection with TEMP objects or attached databases) once.
+func (lc *leaseConn) stmtClass(query string, s *sqlite3.SQLiteStmt) class {
+	if k, ok := lc.stmtClasses[query]; ok {
+		return k
+	}
+	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
+	if k.write && k.fenceable && lc.c.leased() && !writesMain(lc.SQLiteConn, query[:len(query)-len(stmtTail(s))]) {
+		k.write = false // TEMP or an attached database only (see classifySQL)
+	}
+	if lc.stmtClasses == nil || len(lc.stmtClasses) > 512 {
+		lc.stmtClasses = map[string]class{}
+	}
+	lc.stmtClasses[query] = k
+	return k
+}
+
 func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 	if refusesLocking(query) {
 		return class{refuse: ErrExclusiveLocking}, nil

@@ -22,10 +22,11 @@ type leaseConn struct {
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
 
-	classes map[string]class // per-connection cache of classify results
-	fence   *sqlite3.SQLiteStmt
-	closed  bool
-	engine  *lease.Engine // the connector's, cached at first use
+	classes     map[string]class // per-connection cache of classify results
+	stmtClasses map[string]class // the same for prepared statements (stmtClass)
+	fence       *sqlite3.SQLiteStmt
+	closed      bool
+	engine      *lease.Engine // the connector's, cached at first use
 }
 
 // route decides how a statement string runs on this connection: directly
@@ -173,11 +174,7 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 		return nil, err
 	}
 	s := st.(*sqlite3.SQLiteStmt)
-	// go-sqlite3 runs only the first statement of a prepared string.
-	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
-	if k.write && k.fenceable && lc.c.leased() && !writesMain(lc.SQLiteConn, query[:len(query)-len(stmtTail(s))]) {
-		k.write = false // TEMP or an attached database only (see classifySQL)
-	}
+	k := lc.stmtClass(query, s)
 	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
 }
 

@@ -119,8 +119,9 @@ func TestQueryWriteRowsNeverClosed(t *testing.T) {
 	}
 }
 
-// TestQueryWriteErrorAfterRows: the rows a write returned before an error
-// come back, and the error where go-sqlite3 returns it; nothing commits.
+// TestQueryWriteFirstStepErrorFromQuery: a write through Query that fails
+// at its first step returns SQLite's error from Query, as go-sqlite3 does,
+// and changes nothing.
 func TestQueryWriteFirstStepErrorFromQuery(t *testing.T) {
 	path, raw := newFile(t)
 	db := openLeased(t, "file:"+path)

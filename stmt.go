@@ -27,7 +27,7 @@ var (
 
 func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if stmtEmpty(s.SQLiteStmt) {
-		return emptyResult{}, nil // go-sqlite3 would crash (NULL statement)
+		return result{}, nil // go-sqlite3 would crash (NULL statement)
 	}
 	k, leased, err := s.lc.route("", &s.k, len(args))
 	if err != nil {
@@ -92,11 +92,8 @@ func (s *leaseStmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), named(args))
 }
 
-// emptyResult is go-sqlite3's result for a string with no statement in it:
-// LastInsertId and RowsAffected both 0.
-type emptyResult = result
-
-// result is a driver.Result with go-sqlite3's values.
+// result is a driver.Result with go-sqlite3's values (both 0 for a string
+// with no statement in it).
 type result struct{ id, n int64 }
 
 func (r result) LastInsertId() (int64, error) { return r.id, nil }

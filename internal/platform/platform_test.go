@@ -106,17 +106,7 @@ func TestBell(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locks.Close()
-	fi, _ := Stat(db)
-	a, err := ListenBell(db, "a", fi.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := ListenBell(db, "b", fi.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := bellPair(t, db)
 	if err := b.Send("a", []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
@@ -207,17 +197,7 @@ func TestBellLongPath(t *testing.T) {
 	if len(db+"-cleolease.d") < 104 {
 		t.Fatalf("path %d bytes: not long enough", len(db))
 	}
-	fi, _ := Stat(db)
-	a, err := ListenBell(db, "a", fi.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := ListenBell(db, "b", fi.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := bellPair(t, db)
 	if err := b.Send("a", []byte("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -225,4 +205,22 @@ func TestBellLongPath(t *testing.T) {
 	if n, err := a.Recv(buf); err != nil || string(buf[:n]) != "hi" {
 		t.Fatalf("received %q, %v", buf[:n], err)
 	}
+}
+
+// bellPair listens as holders "a" and "b" of the database db; both bells
+// close when the test ends.
+func bellPair(t *testing.T, db string) (a, b Bell) {
+	t.Helper()
+	fi, _ := Stat(db)
+	a, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err = ListenBell(db, "b", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
 }
