@@ -123,7 +123,8 @@ func TestEngineNeverOpensTheDatabaseFiles(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond) // a heartbeat or two, the linger watcher's release
+	// Sample on while the linger watcher releases the row.
+	eventually(t, "the lingering row to be released", func() bool { return e.lane("s", "l").currentRow() == nil })
 	sample()
 	close(stop)
 	<-done
