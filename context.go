@@ -77,7 +77,7 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 		}
 		return nil, ctx.Err()
 	}
-	return h, err
+	return h, sqliteFileError(err)
 }
 
 // Lease is a hold on one lane kept across several transactions (the

@@ -64,19 +64,22 @@ func fmtValue(v any) string {
 	return fmt.Sprintf("%T:%v", v, v)
 }
 
-// fmtErr renders an error as the differential comparison sees it.
+// fmtErr renders an error as the differential comparison sees it: its
+// dynamic type (so that a wrapped sqlite3.Error differs from a bare one)
+// and, for an SQLite error, its whole value (code, extended code, system
+// errno, message).
 func fmtErr(ctx context.Context, err error) string {
 	if err == nil {
 		return "ok"
 	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
-		return fmt.Sprintf("sqlite(%d/%d): %s", se.Code, se.ExtendedCode, se.Error())
+		return fmt.Sprintf("%T sqlite(%d/%d/errno %d): %s", err, se.Code, se.ExtendedCode, se.SystemErrno, se.Error())
 	}
 	if ctx.Err() != nil {
-		return fmt.Sprintf("ctx(identical=%v): %v", err == ctx.Err(), err)
+		return fmt.Sprintf("%T ctx(identical=%v): %v", err, err == ctx.Err(), err)
 	}
-	return "error: " + err.Error()
+	return fmt.Sprintf("%T error: %s", err, err)
 }
 
 // session holds the open transaction or connection of a sequence.
@@ -98,6 +101,7 @@ type queryer interface {
 //	exec, query, queryrow, prepare-exec, prepare-query: on the *sql.DB, or
 //	on the open transaction or connection when there is one;
 //	begin, commit, rollback: a transaction; conn, close: a *sql.Conn;
+//	ping: db.PingContext;
 //	cancelled-exec, cancelled-query, cancelled-begin: with a context that
 //	is already cancelled; deadline-exec, deadline-query: with a context
 //	that expires while the statement runs.
@@ -170,6 +174,8 @@ func (s *session) runOp(o dop) string {
 		}
 		s.tx = nil
 		return via + ": " + fmtErr(ctx, err)
+	case "ping":
+		return "ping: " + fmtErr(ctx, s.db.PingContext(ctx))
 	case "conn":
 		c, err := s.db.Conn(ctx)
 		if err == nil {
@@ -273,6 +279,15 @@ func dumpTables(t testing.TB, db *sql.DB) string {
 // "every later time" are both exercised by a sequence.
 func openTwins(t testing.TB, query string) (raw, cl *sql.DB) {
 	t.Helper()
+	return openTwinsAt(t, "raw.db", "cl.db", query, nil)
+}
+
+// openTwinsAt is openTwins with the twins at rawName and clName (relative
+// to a fresh directory; a missing subdirectory stays missing) and setup, if
+// not nil, run on each twin's path before anything opens it (to plant a
+// file that is not a database, say).
+func openTwinsAt(t testing.TB, rawName, clName, query string, setup func(path string)) (raw, cl *sql.DB) {
+	t.Helper()
 	var rawDSN string
 	// Not t.TempDir: a fuzz seed's name holds '#', which ends the path of a
 	// "file:" URI.
@@ -281,7 +296,12 @@ func openTwins(t testing.TB, query string) (raw, cl *sql.DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	rawDSN, err = cleolease.EffectiveSQLiteDSN("file:" + filepath.Join(dir, "raw.db") + query)
+	rawPath, clPath := filepath.Join(dir, rawName), filepath.Join(dir, clName)
+	if setup != nil {
+		setup(rawPath)
+		setup(clPath)
+	}
+	rawDSN, err = cleolease.EffectiveSQLiteDSN("file:" + rawPath + query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +309,7 @@ func openTwins(t testing.TB, query string) (raw, cl *sql.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err = sql.Open("cleolease", "file:"+filepath.Join(dir, "cl.db")+query)
+	cl, err = sql.Open("cleolease", "file:"+clPath+query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +336,16 @@ func runDifferential(t testing.TB, ops []dop) {
 			t.Fatalf("schema: %s", got)
 		}
 	}
+	log := compareOps(t, sr, sc, ops)
+	if want, got := dumpTables(t, raw), dumpTables(t, cl); want != got {
+		t.Fatalf("data differs after the sequence\n go-sqlite3:\n%s\n cleolease:\n%s\nsequence:\n%s", want, got, strings.Join(log, "\n"))
+	}
+}
+
+// compareOps runs ops through both sessions, fails t at the first call
+// whose outcome differs, ends both sessions and returns the transcript.
+func compareOps(t testing.TB, sr, sc *session, ops []dop) []string {
+	t.Helper()
 	var log []string
 	for i, o := range ops {
 		want, got := sr.runOp(o), sc.runOp(o)
@@ -328,9 +358,7 @@ func runDifferential(t testing.TB, ops []dop) {
 	}
 	sr.end()
 	sc.end()
-	if want, got := dumpTables(t, raw), dumpTables(t, cl); want != got {
-		t.Fatalf("data differs after the sequence\n go-sqlite3:\n%s\n cleolease:\n%s\nsequence:\n%s", want, got, strings.Join(log, "\n"))
-	}
+	return log
 }
 
 func seq(via, query string, args ...any) dop { return dop{via: via, sql: query, args: args} }
@@ -703,5 +731,71 @@ func TestDifferentialHarnessDetects(t *testing.T) {
 	}
 	if fmtValue(int64(1)) == fmtValue("1") || fmtValue([]byte{}) == fmtValue([]byte(nil)) {
 		t.Fatal("fmtValue loses the type")
+	}
+}
+
+// junkFile writes a file that is not an SQLite database at path (the five
+// bytes of go-sqlite3's TestCorruptDbErrors, or a page of text).
+func junkFile(t testing.TB, content string) func(path string) {
+	return func(path string) {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDifferentialOpenErrors: a file that cannot be opened (missing with
+// mode=rw or mode=ro, in a missing directory) or is not a database gives,
+// through cleolease, the very error go-sqlite3 gives — the same dynamic
+// type (a bare sqlite3.Error, not wrapped) and value (code, extended code,
+// system errno, message) — on every path: Ping, Exec, Query, Prepare,
+// BeginTx, Conn, and again on a later call (go-sqlite3's TestOpenNoCreate,
+// TestError_SystemErrno, TestCorruptDbErrors).
+func TestDifferentialOpenErrors(t *testing.T) {
+	every := []dop{
+		seq("ping", ""), seq("exec", "CREATE TABLE x(a)"), seq("query", "SELECT * FROM sqlite_master"),
+		seq("prepare-exec", "DROP TABLE foo"), seq("queryrow", "SELECT count(*) FROM sqlite_master"),
+		seq("begin", ""), seq("exec", "INSERT INTO x VALUES (1)"), seq("commit", ""),
+		seq("conn", ""), seq("exec", "DROP TABLE foo"), seq("close", ""), seq("ping", ""),
+	}
+	notADB := strings.Repeat("this is not an SQLite database\n", 200)
+	for _, tc := range []struct {
+		name, rel, query string
+		setup            func(t testing.TB) func(string)
+		ops              []dop
+	}{
+		{"missing file, mode=rw", "x.db", "?mode=rw", nil, every},
+		{"missing file, mode=ro", "x.db", "?mode=ro", nil, every},
+		{"missing directory", "nodir/x.db", "", nil, every},
+		{"missing directory, lease off", "nodir/x.db", "?_lease_mode=off", nil, every},
+		{"five bytes", "x.db", "", func(t testing.TB) func(string) { return junkFile(t, "\x01\x02\x03\x04\x05") }, every},
+		{"not a database", "x.db", "", func(t testing.TB) func(string) { return junkFile(t, notADB) }, every},
+		{"not a database, lease off", "x.db", "?_lease_mode=off", func(t testing.TB) func(string) { return junkFile(t, notADB) }, every},
+		// With a rollback journal go-sqlite3's open reads nothing, and
+		// the first statement that reads the file meets the error; in
+		// cleolease the lease engine's first use of the file meets it at
+		// the connect, as the same sqlite3.Error.
+		{"not a database, rollback journal", "x.db", "?_journal_mode=DELETE", func(t testing.TB) func(string) { return junkFile(t, notADB) }, []dop{
+			seq("exec", "CREATE TABLE x(a)"), seq("query", "SELECT * FROM sqlite_master"),
+			seq("prepare-exec", "DROP TABLE foo"), seq("exec", "DROP TABLE foo"),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var setup func(string)
+			if tc.setup != nil {
+				setup = tc.setup(t)
+			}
+			raw, cl := openTwinsAt(t, "raw/"+tc.rel, "cl/"+tc.rel, tc.query, func(path string) {
+				if dir := filepath.Dir(path); !strings.HasSuffix(dir, "nodir") {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if setup != nil {
+					setup(path)
+				}
+			})
+			t.Log(strings.Join(compareOps(t, &session{db: raw}, &session{db: cl}, tc.ops), "\n"))
+		})
 	}
 }

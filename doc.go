@@ -90,8 +90,9 @@
 //
 // # Errors
 //
-// SQLite's own errors come back unchanged, as go-sqlite3 returns them, so
-// that ORMs inspecting them keep working, and a context that ends while
+// SQLite's own errors come back unchanged, as go-sqlite3 returns them (the
+// same sqlite3.Error value, errors at open included), so that ORMs
+// inspecting them keep working, and a context that ends while
 // waiting for the lease returns the context's error itself. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,

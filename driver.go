@@ -137,7 +137,11 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 // opened or created) when the database's directory is on a network
 // filesystem and Config.NetworkFS does not allow it, ErrFileChanged when
 // the path now names another file than the one the engine was opened on,
-// SQLite's own error when the file cannot be opened.
+// and go-sqlite3's own error, unwrapped (the same sqlite3.Error value
+// go-sqlite3 returns), when the file cannot be opened or when the lease
+// engine's first use of it meets an error that concerns the whole file
+// (not a database, corrupt, I/O: see sqliteFileError), which the first
+// statement would have met through go-sqlite3.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.cfg.SQLiteDSN == "" {
 		return nil, fmt.Errorf("%w (the DSN is empty: SQLite would open a private temporary on-disk database, deleted when its connection closes)", ErrPrivateMemory)
@@ -153,7 +157,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
 	})
 	if err != nil {
-		return nil, c.openErr(err)
+		return nil, err // go-sqlite3's own error, as it returns it
 	}
 	if slot.lc == nil {
 		conn.Close()
@@ -161,7 +165,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	if err := c.ensureEngine(ctx); err != nil {
 		conn.Close()
-		return nil, c.openErr(err)
+		return nil, sqliteFileError(err)
 	}
 	if err := c.coldOpen(ctx); err != nil {
 		conn.Close()

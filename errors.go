@@ -24,8 +24,9 @@ import (
 //     (LeaseStats, LaneStatus, HolderStatus, WaiterStatus, Clock) are
 //     aliases of the engine's types.
 //   - SQLite's own errors (sqlite3.Error) are returned unchanged, as
-//     go-sqlite3 returns them; an open error is wrapped (with %w) to name
-//     the file.
+//     go-sqlite3 returns them (err.(sqlite3.Error) works), opening errors
+//     included; only errors cleolease originates (lease, DSN, Config,
+//     migration errors) name the file.
 
 // Lease errors, re-exported from the lease engine.
 var (
