@@ -144,7 +144,7 @@ func connectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 		return nil, fmt.Errorf("%w: its driver is %T", ErrNotCleolease, db.Driver())
 	}
 	if !d.c.leased() {
-		return nil, fmt.Errorf("%w: this database's writes take none (mode off or read-only)", ErrNoLease)
+		return nil, fmt.Errorf("%w: this database's writes take none (mode off, read-only, or a private in-memory or temporary database)", ErrNoLease)
 	}
 	if d.c.Engine() == nil {
 		conn, err := db.Conn(ctx)

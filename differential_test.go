@@ -100,7 +100,8 @@ type queryer interface {
 //
 //	exec, query, queryrow, prepare-exec, prepare-query: on the *sql.DB, or
 //	on the open transaction or connection when there is one;
-//	begin, commit, rollback: a transaction; conn, close: a *sql.Conn;
+//	begin, commit, rollback: a transaction (begin-ro: ReadOnly, begin-rc:
+//	isolation level ReadCommitted); conn, close: a *sql.Conn;
 //	ping: db.PingContext;
 //	cancelled-exec, cancelled-query, cancelled-begin: with a context that
 //	is already cancelled; deadline-exec, deadline-query: with a context
@@ -156,12 +157,19 @@ func (s *session) runOp(o dop) string {
 		}
 		rows, err := st.QueryContext(ctx, o.args...)
 		return fmtRows(ctx, rows, err)
-	case "begin":
-		tx, err := s.db.BeginTx(ctx, nil)
+	case "begin", "begin-ro", "begin-rc":
+		var opts *sql.TxOptions
+		switch via {
+		case "begin-ro":
+			opts = &sql.TxOptions{ReadOnly: true}
+		case "begin-rc":
+			opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+		}
+		tx, err := s.db.BeginTx(ctx, opts)
 		if err == nil {
 			s.tx = tx
 		}
-		return "begin: " + fmtErr(ctx, err)
+		return via + ": " + fmtErr(ctx, err)
 	case "commit", "rollback":
 		if s.tx == nil {
 			return "no tx"
@@ -288,7 +296,6 @@ func openTwins(t testing.TB, query string) (raw, cl *sql.DB) {
 // file that is not a database, say).
 func openTwinsAt(t testing.TB, rawName, clName, query string, setup func(path string)) (raw, cl *sql.DB) {
 	t.Helper()
-	var rawDSN string
 	// Not t.TempDir: a fuzz seed's name holds '#', which ends the path of a
 	// "file:" URI.
 	dir, err := os.MkdirTemp("", "cleolease-diff-")
@@ -301,15 +308,22 @@ func openTwinsAt(t testing.TB, rawName, clName, query string, setup func(path st
 		setup(rawPath)
 		setup(clPath)
 	}
-	rawDSN, err = cleolease.EffectiveSQLiteDSN("file:" + rawPath + query)
+	return openTwinDSNs(t, "file:"+rawPath+query, "file:"+clPath+query)
+}
+
+// openTwinDSNs opens raw go-sqlite3 with the effective DSN of the cleolease
+// DSN rawDSN, and cleolease with clDSN, both pools holding one connection.
+func openTwinDSNs(t testing.TB, rawDSN, clDSN string) (raw, cl *sql.DB) {
+	t.Helper()
+	eff, err := cleolease.EffectiveSQLiteDSN(rawDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err = sql.Open("sqlite3", rawDSN)
+	raw, err = sql.Open("sqlite3", eff)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err = sql.Open("cleolease", "file:"+clPath+query)
+	cl, err = sql.Open("cleolease", clDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +344,12 @@ CREATE TABLE ch(pid INTEGER REFERENCES p(id), note TEXT)`
 func runDifferential(t testing.TB, ops []dop) {
 	t.Helper()
 	raw, cl := openTwins(t, "")
+	runDifferentialOn(t, raw, cl, ops)
+}
+
+// runDifferentialOn is runDifferential on twins already open.
+func runDifferentialOn(t testing.TB, raw, cl *sql.DB, ops []dop) {
+	t.Helper()
 	sr, sc := &session{db: raw}, &session{db: cl}
 	for _, s := range []*session{sr, sc} {
 		if got := s.runOp(dop{via: "exec", sql: diffSchema}); !strings.HasPrefix(got, "exec: id=") {
@@ -370,6 +390,13 @@ var diffTime = time.Date(2026, 12, 1, 15, 4, 5, 123456789, time.UTC)
 // database/sql (sqlite3_test.go: empty and comment-only queries, argument
 // errors, blobs, NULLs, time values, cancellation).
 func TestDifferentialCases(t *testing.T) {
+	for name, ops := range differentialCases() {
+		t.Run(name, func(t *testing.T) { runDifferential(t, ops) })
+	}
+}
+
+// differentialCases are TestDifferentialCases' sequences, by name.
+func differentialCases() map[string][]dop {
 	cases := map[string][]dop{
 		"empty and comment-only text": {
 			seq("exec", "-- just a comment"), seq("exec", ""), seq("exec", "   "), seq("exec", "/* x */"),
@@ -553,9 +580,7 @@ func TestDifferentialCases(t *testing.T) {
 		seq("query", "select a, b, c, e, typeof(b), typeof(c) from t order by a"),
 		seq("queryrow", "select NULL"),
 	}
-	for name, ops := range cases {
-		t.Run(name, func(t *testing.T) { runDifferential(t, ops) })
-	}
+	return cases
 }
 
 // TestDifferentialColumnTypesMatch compares what database/sql reports of
@@ -797,5 +822,54 @@ func TestDifferentialOpenErrors(t *testing.T) {
 			})
 			t.Log(strings.Join(compareOps(t, &session{db: raw}, &session{db: cl}, tc.ops), "\n"))
 		})
+	}
+}
+
+// privateDSNs are DSNs of private databases: in memory and not shared, or
+// the temporary on-disk database an empty file name opens.
+var privateDSNs = []string{
+	":memory:", "file::memory:", "file:pm?mode=memory", "file:pm?cache=private&mode=memory",
+	":memory:?cache=shared", // a plain path: go-sqlite3 drops the query
+	"file:pm?vfs=memdb", "", "file:",
+}
+
+// TestDifferentialPrivateDatabases: a private database opens exactly as
+// with go-sqlite3 — no lease, nothing else different — whether the pool
+// holds one connection (as pocket-id's tests set it) or any number: every
+// sequence of TestDifferentialCases, and the calls whose behaviour the
+// lease changes on a file (a connection left inside a hand-written
+// transaction is handed out again, a ReadOnly or ReadCommitted
+// transaction is what go-sqlite3 makes of it, exclusive locking).
+func TestDifferentialPrivateDatabases(t *testing.T) {
+	cases := differentialCases()
+	cases["a connection left inside a hand-written transaction"] = []dop{
+		seq("conn", ""), seq("exec", "BEGIN"), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("close", ""),
+		seq("query", "SELECT a FROM t"), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("exec", "COMMIT"),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	cases["ReadOnly and ReadCommitted transactions"] = []dop{
+		seq("begin-ro", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("commit", ""),
+		seq("begin-rc", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	cases["exclusive locking, journal mode"] = []dop{
+		seq("exec", "PRAGMA locking_mode=EXCLUSIVE"), seq("exec", "INSERT INTO t(a) VALUES (1)"),
+		seq("prepare-query", "PRAGMA locking_mode=EXCLUSIVE"), seq("query", "PRAGMA journal_mode=DELETE"),
+		seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	for _, dsn := range privateDSNs {
+		for _, maxOpen := range []int{1, 0} {
+			t.Run(fmt.Sprintf("%q/max open %d", dsn, maxOpen), func(t *testing.T) {
+				for name, ops := range cases {
+					t.Run(name, func(t *testing.T) {
+						raw, cl := openTwinDSNs(t, dsn, dsn)
+						raw.SetMaxOpenConns(maxOpen)
+						cl.SetMaxOpenConns(maxOpen)
+						runDifferentialOn(t, raw, cl, ops)
+					})
+				}
+			})
+		}
 	}
 }

@@ -49,9 +49,13 @@
 //
 // Refused at sql.Open, because no lease can work under them:
 // _locking_mode=EXCLUSIVE, nolock=1 and the lockless VFSes (unix-none,
-// win32-none, unix-excl), unless _lease_mode=off; and a private database
-// (":memory:", an empty file name), which differs on every pooled
-// connection (ErrPrivateMemory; use "file::memory:?cache=shared").
+// win32-none, unix-excl), unless _lease_mode=off or the database is
+// private. A private database (":memory:", mode=memory without
+// cache=shared, an empty file name) is reachable from no other process: it
+// opens exactly as with go-sqlite3, without a lease; only migrations on it
+// are refused (ErrPrivateMemory), since they would run on a connection
+// nobody else sees. A shared one ("file::memory:?cache=shared") is leased
+// inside the process.
 //
 // # Config
 //

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/mattn/go-sqlite3"
@@ -57,9 +56,9 @@ func (d *Driver) Open(dsn string) (driver.Conn, error) {
 }
 
 // OpenConnector parses and validates dsn and does no I/O, so sql.Open fails
-// at once on a bad DSN (a *DSNError or ErrPrivateMemory) and tools that
-// probe a driver by opening it are not disturbed. The empty DSN is
-// accepted here and fails with ErrPrivateMemory at the first connect.
+// at once on a bad DSN (a *DSNError, or ErrPrivateMemory for migrations on
+// a private database) and tools that probe a driver by opening it are not
+// disturbed.
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
@@ -78,6 +77,10 @@ type Connector struct {
 	path     string
 	memory   bool
 	readOnly bool
+	// private: the DSN opens a private database (in memory and not
+	// shared, or temporary), which takes no lease and behaves exactly as
+	// with go-sqlite3 (Config.private).
+	private bool
 	drv      *Driver
 	base     *sqlite3.SQLiteDriver
 	mw       driver.Connector // sqlmw's connector over the inner driver
@@ -95,8 +98,8 @@ type Connector struct {
 var _ driver.Connector = (*Connector)(nil)
 
 // NewConnector validates cfg exactly as ParseDSN validates a DSN (errors:
-// *DSNError, ErrPrivateMemory) and returns a Connector for sql.OpenDB. cfg
-// is copied.
+// *DSNError, ErrPrivateMemory for migrations on a private database) and
+// returns a Connector for sql.OpenDB. cfg is copied.
 func NewConnector(cfg Config) (*Connector, error) {
 	c := cfg.Clone()
 	if err := c.validate(); err != nil {
@@ -104,6 +107,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	}
 	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), base: c.BaseDriver}
 	conn.path, conn.memory, conn.readOnly = c.location()
+	conn.private = c.private()
 	if conn.base == nil {
 		conn.base = &sqlite3.SQLiteDriver{}
 	}
@@ -132,8 +136,9 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
-// also opens the file's lease engine (creating the lease tables). Errors:
-// ErrPrivateMemory for an empty DSN, a *NetworkFSError (before anything is
+// also opens the file's lease engine (creating the lease tables); a
+// private database (Config.private) gets none and is opened exactly as
+// go-sqlite3 opens it. Errors: a *NetworkFSError (before anything is
 // opened or created) when the database's directory is on a network
 // filesystem and Config.NetworkFS does not allow it, ErrFileChanged when
 // the path now names another file than the one the engine was opened on,
@@ -143,9 +148,6 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 // (not a database, corrupt, I/O: see sqliteFileError), which the first
 // statement would have met through go-sqlite3.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	if c.cfg.SQLiteDSN == "" {
-		return nil, fmt.Errorf("%w (the DSN is empty: SQLite would open a private temporary on-disk database, deleted when its connection closes)", ErrPrivateMemory)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -174,9 +176,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &outerConn{mw: conn, inner: slot.lc}, nil
 }
 
-// leased reports whether writes through this connector take the lease.
+// leased reports whether writes through this connector take the lease:
+// not in mode off, not read-only, not on a private database.
 func (c *Connector) leased() bool {
-	return c.cfg.Mode != ModeOff && !c.readOnly
+	return c.cfg.Mode != ModeOff && !c.readOnly && !c.private
 }
 
 func (c *Connector) ensureEngine(ctx context.Context) error {

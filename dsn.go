@@ -380,8 +380,8 @@ func setNonNegative(dst *time.Duration, v string) string {
 // ParseDSN returns a *DSNError for an unknown cleolease parameter, one given
 // twice, a value that does not parse, or an underscore parameter go-sqlite3
 // v1.14.53 would silently ignore; and an error matching ErrPrivateMemory
-// for a private in-memory or temporary database. The empty DSN is accepted
-// here (the connector refuses it when it connects).
+// for migrations on a private in-memory or temporary database (which
+// itself, the empty DSN included, is accepted: see checkPrivate).
 func ParseDSN(dsn string) (*Config, error) {
 	c := NewConfig()
 	path, query, hasQuery := strings.Cut(dsn, "?")
@@ -483,11 +483,28 @@ func (c *Config) validate() error {
 	if err := checkSQLiteQuery(c.SQLiteDSN); err != nil {
 		return err
 	}
-	if err := checkPrivate(c.SQLiteDSN); err != nil {
+	if err := c.checkPrivate(); err != nil {
 		return err
 	}
-	if c.Mode != ModeOff {
+	if c.Mode != ModeOff && !c.private() {
 		return checkLockable(c.SQLiteDSN)
 	}
 	return nil
+}
+
+// private reports whether SQLiteDSN opens a private database (in memory
+// and not shared, or the temporary one an empty file name opens): no other
+// connection, let alone another process, reaches it, so it takes no lease
+// and opens exactly as with go-sqlite3 (see checkPrivate).
+//
+// A shared in-memory database (cache=shared, or a memdb name starting with
+// '/') is not private and keeps the lease, inside this process only (no
+// lease tables, no liveness files: no other process can reach it). Every
+// pooled connection of the process reaches it, so its writers contend as a
+// file's do — in shared-cache mode with SQLITE_LOCKED, which no
+// busy_timeout waits out — and the lease serves them in order; its
+// migrations run once per process.
+func (c *Config) private() bool {
+	t, _ := analyzeDSN(c.SQLiteDSN)
+	return t.private()
 }
