@@ -81,9 +81,9 @@ type Connector struct {
 	// shared, or temporary), which takes no lease and behaves exactly as
 	// with go-sqlite3 (Config.private).
 	private bool
-	drv      *Driver
-	base     *sqlite3.SQLiteDriver
-	mw       driver.Connector // sqlmw's connector over the inner driver
+	drv     *Driver
+	base    *sqlite3.SQLiteDriver
+	mw      driver.Connector // sqlmw's connector over the inner driver
 
 	mu        sync.Mutex
 	engine    *lease.Engine
