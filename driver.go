@@ -77,13 +77,10 @@ type Connector struct {
 	path     string
 	memory   bool
 	readOnly bool
-	// private: the DSN opens a private database (in memory and not
-	// shared, or temporary), which takes no lease and behaves exactly as
-	// with go-sqlite3 (Config.private).
-	private bool
-	drv     *Driver
-	base    *sqlite3.SQLiteDriver
-	mw      driver.Connector // sqlmw's connector over the inner driver
+	private  bool // a private database: no lease, exactly go-sqlite3 (Config.private)
+	drv      *Driver
+	base     *sqlite3.SQLiteDriver
+	mw       driver.Connector // sqlmw's connector over the inner driver
 
 	mu        sync.Mutex
 	engine    *lease.Engine
