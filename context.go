@@ -72,9 +72,7 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// database/sql and go-sqlite3 return the context's error itself,
 		// and callers compare it with ==; the detail goes to the log.
-		if c.cfg.Logger != nil {
-			c.cfg.Logger.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
-		}
+		c.log.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
 		return nil, ctx.Err()
 	}
 	return h, sqliteFileError(err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/mattn/go-sqlite3"
@@ -81,6 +82,7 @@ type Connector struct {
 	drv      *Driver
 	base     *sqlite3.SQLiteDriver
 	mw       driver.Connector // sqlmw's connector over the inner driver
+	log      *slog.Logger     // where its records go (newLogger); never nil
 
 	mu        sync.Mutex
 	engine    *lease.Engine
@@ -102,7 +104,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), base: c.BaseDriver}
+	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), base: c.BaseDriver, log: newLogger(c)}
 	conn.path, conn.memory, conn.readOnly = c.location()
 	conn.private = c.private()
 	if conn.base == nil {
@@ -193,7 +195,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 	}
 	e, err := lease.Open(ctx, lease.Options{
 		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, SidecarDir: c.cfg.SidecarDir, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
-		Clock: c.cfg.Clock, Logger: c.cfg.Logger, MemoryOnly: c.memory,
+		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {
 		return err

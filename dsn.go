@@ -101,8 +101,17 @@ type Config struct {
 	// goose, atlas) or hand-written DDL; see Migrator. It replaces a
 	// Migrator registered under Migrations.
 	Migrator Migrator
-	// Logger receives lease and migration events; nil is silent.
+	// Logger receives lease and migration events, debug and info included.
+	// nil sends warnings and errors (a degraded grant, a database on a FUSE
+	// or an allowed network filesystem) to slog.Default(), as it is when
+	// each is logged, and drops the rest (logger.go). To silence cleolease,
+	// set Quiet, or give a discarding logger: slog.New(slog.DiscardHandler).
+	// A file's lease engine, shared by the connectors on it in a process,
+	// logs through the logger of the connector that opened it first.
 	Logger *slog.Logger
+	// Quiet (_lease_quiet) logs nothing: no warning goes to slog.Default(),
+	// and Logger is not used.
+	Quiet bool
 	// BaseDriver opens the underlying connections (extensions, ConnectHook);
 	// nil means a plain &sqlite3.SQLiteDriver{}. It also opens the lease
 	// engine's private connection and the migrations' connection, so its
@@ -239,6 +248,19 @@ var leaseParams = []leaseParam{
 			return ""
 		},
 		get: func(c *Config) string { return strconv.Itoa(c.Priority) },
+	},
+	{
+		name: "_lease_quiet", field: "Quiet", kind: "bool", def: "false",
+		doc: "`true`: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to `Config.Logger`, else to `slog.Default()`. A discarding `Config.Logger` (`slog.New(slog.DiscardHandler)`) silences them too.",
+		set: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "not a boolean"
+			}
+			c.Quiet = b
+			return ""
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.Quiet) },
 	},
 	{
 		name: "_lease_scope", field: "Scope", kind: "string", def: DefaultScope,
