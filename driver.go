@@ -205,7 +205,8 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 }
 
 // Engine returns the connector's lease engine, or nil before the first
-// connection and when writes take no lease (mode off, read-only).
+// connection and when writes take no lease (mode off, read-only, a private
+// database).
 func (c *Connector) Engine() *lease.Engine {
 	c.mu.Lock()
 	defer c.mu.Unlock()
