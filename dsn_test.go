@@ -29,6 +29,8 @@ var testDSNs = []struct {
 	{"/tmp/app.db", cfg("/tmp/app.db")},
 	{"relative/app.db", cfg("relative/app.db")},
 	{"", cfg("")},
+	{"x.db?_lease_quiet=true", cfg("x.db", func(c *Config) { c.Quiet = true })},
+	{"file:pm?mode=memory", cfg("file:pm?mode=memory")},
 	// Every byte that is not cleolease's passes through, in order and with
 	// its escaping.
 	{
@@ -108,6 +110,7 @@ var invalidDSNs = []struct{ in, wantErr string }{
 	{"x.db?_lease_scope=", `cleolease: DSN parameter "_lease_scope": must not be empty`},
 	{"x.db?_migrations=", `cleolease: DSN parameter "_migrations": must not be empty`},
 	{"x.db?_migrations_no_tx_wrap=maybe", `cleolease: DSN parameter "_migrations_no_tx_wrap" has bad value "maybe": not a boolean`},
+	{"x.db?_lease_quiet=shh", `cleolease: DSN parameter "_lease_quiet" has bad value "shh": not a boolean`},
 	{"x.db?a=1;b=2", `cleolease: DSN parameter "a" has bad value "1;b=2": contains ';', which go-sqlite3's url.ParseQuery rejects`},
 	{"x.db?_fk=%zz", `cleolease: DSN parameter "_fk" has bad value "%zz": bad percent-encoding`},
 	{"x.db?%zz=1", `cleolease: DSN parameter "%zz": bad percent-encoding`},
