@@ -354,8 +354,11 @@ func (e *Engine) errf(op, scope, lane string, err error, reason string) *Error {
 
 func (e *Engine) nowMS() int64 { return e.clock.Now().UnixMilli() }
 
+// logf logs msg at level with the file's path and args, when the logger
+// takes that level (the check comes first: debug records are made on the
+// hot path, and the connector's default logger drops them).
 func (e *Engine) logf(level slog.Level, msg string, args ...any) {
-	if e.log != nil {
+	if e.log != nil && e.log.Enabled(context.Background(), level) {
 		e.log.Log(context.Background(), level, msg, append([]any{"path", e.path}, args...)...)
 	}
 }
