@@ -759,16 +759,6 @@ func TestDifferentialHarnessDetects(t *testing.T) {
 	}
 }
 
-// junkFile writes a file that is not an SQLite database at path (the five
-// bytes of go-sqlite3's TestCorruptDbErrors, or a page of text).
-func junkFile(t testing.TB, content string) func(path string) {
-	return func(path string) {
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestDifferentialOpenErrors: a file that cannot be opened (missing with
 // mode=rw or mode=ro, in a missing directory) or is not a database gives,
 // through cleolease, the very error go-sqlite3 gives — the same dynamic
@@ -784,40 +774,39 @@ func TestDifferentialOpenErrors(t *testing.T) {
 		seq("conn", ""), seq("exec", "DROP TABLE foo"), seq("close", ""), seq("ping", ""),
 	}
 	notADB := strings.Repeat("this is not an SQLite database\n", 200)
+	fiveBytes := "\x01\x02\x03\x04\x05" // go-sqlite3's TestCorruptDbErrors
 	for _, tc := range []struct {
 		name, rel, query string
-		setup            func(t testing.TB) func(string)
+		junk             string // the file's content; "" for no file
 		ops              []dop
 	}{
-		{"missing file, mode=rw", "x.db", "?mode=rw", nil, every},
-		{"missing file, mode=ro", "x.db", "?mode=ro", nil, every},
-		{"missing directory", "nodir/x.db", "", nil, every},
-		{"missing directory, lease off", "nodir/x.db", "?_lease_mode=off", nil, every},
-		{"five bytes", "x.db", "", func(t testing.TB) func(string) { return junkFile(t, "\x01\x02\x03\x04\x05") }, every},
-		{"not a database", "x.db", "", func(t testing.TB) func(string) { return junkFile(t, notADB) }, every},
-		{"not a database, lease off", "x.db", "?_lease_mode=off", func(t testing.TB) func(string) { return junkFile(t, notADB) }, every},
+		{"missing file, mode=rw", "x.db", "?mode=rw", "", every},
+		{"missing file, mode=ro", "x.db", "?mode=ro", "", every},
+		{"missing directory", "nodir/x.db", "", "", every},
+		{"missing directory, lease off", "nodir/x.db", "?_lease_mode=off", "", every},
+		{"five bytes", "x.db", "", fiveBytes, every},
+		{"not a database", "x.db", "", notADB, every},
+		{"not a database, lease off", "x.db", "?_lease_mode=off", notADB, every},
 		// With a rollback journal go-sqlite3's open reads nothing, and
 		// the first statement that reads the file meets the error; in
 		// cleolease the lease engine's first use of the file meets it at
 		// the connect, as the same sqlite3.Error.
-		{"not a database, rollback journal", "x.db", "?_journal_mode=DELETE", func(t testing.TB) func(string) { return junkFile(t, notADB) }, []dop{
+		{"not a database, rollback journal", "x.db", "?_journal_mode=DELETE", notADB, []dop{
 			seq("exec", "CREATE TABLE x(a)"), seq("query", "SELECT * FROM sqlite_master"),
 			seq("prepare-exec", "DROP TABLE foo"), seq("exec", "DROP TABLE foo"),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var setup func(string)
-			if tc.setup != nil {
-				setup = tc.setup(t)
-			}
 			raw, cl := openTwinsAt(t, "raw/"+tc.rel, "cl/"+tc.rel, tc.query, func(path string) {
-				if dir := filepath.Dir(path); !strings.HasSuffix(dir, "nodir") {
+				if dir := filepath.Dir(path); filepath.Base(dir) != "nodir" {
 					if err := os.MkdirAll(dir, 0o755); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if setup != nil {
-					setup(path)
+				if tc.junk != "" {
+					if err := os.WriteFile(path, []byte(tc.junk), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			})
 			t.Log(strings.Join(compareOps(t, &session{db: raw}, &session{db: cl}, tc.ops), "\n"))
