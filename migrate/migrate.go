@@ -65,6 +65,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	gosqlite3 "github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/callbacks"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -270,7 +271,7 @@ func Version(ctx context.Context, o Options) (Status, error) {
 			return st, err
 		}
 	}
-	db := openPrivate(o)
+	db := openPrivate(o, false)
 	defer db.Close()
 	st.Version, st.Dirty, err = readVersion(ctx, db, o.Table)
 	if err != nil {
@@ -374,6 +375,10 @@ func ValidTableName(s string) bool {
 type rawConnector struct {
 	drv *gosqlite3.SQLiteDriver
 	dsn string
+	// keepCallbacks keeps the callbacks the driver's ConnectHook registered
+	// (Run's connection carries only the caller's statements); otherwise
+	// they are cleared, as the connection also runs the lease's fencing.
+	keepCallbacks bool
 }
 
 // Connect opens a connection, retrying while go-sqlite3's Open fails with
@@ -384,6 +389,11 @@ func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	wait := 100 * time.Microsecond
 	for {
 		conn, err := c.drv.Open(c.dsn)
+		if err == nil && !c.keepCallbacks {
+			if err = callbacks.Clear(conn.(*gosqlite3.SQLiteConn)); err != nil {
+				conn.Close()
+			}
+		}
 		if err == nil || !isBusy(err) {
 			return conn, err
 		}
@@ -405,9 +415,11 @@ func isBusy(err error) bool {
 	return errors.As(err, &se) && (se.Code == gosqlite3.ErrBusy || se.Code == gosqlite3.ErrLocked)
 }
 
-// openPrivate returns a *sql.DB of at most one connection on the raw driver.
-func openPrivate(o Options) *sql.DB {
-	db := sql.OpenDB(rawConnector{drv: o.Driver, dsn: o.DSN})
+// openPrivate returns a *sql.DB of at most one connection on the raw
+// driver, without the callbacks its ConnectHook registers (keepCallbacks
+// false) or with them.
+func openPrivate(o Options, keepCallbacks bool) *sql.DB {
+	db := sql.OpenDB(rawConnector{drv: o.Driver, dsn: o.DSN, keepCallbacks: keepCallbacks})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
@@ -481,7 +493,7 @@ func runOp(ctx context.Context, o Options, op string, skipIfCurrent bool, fn fun
 	if skipIfCurrent && len(r.versions) == 0 {
 		return nil
 	}
-	r.db = openPrivate(o)
+	r.db = openPrivate(o, false)
 	if skipIfCurrent {
 		if current, err := r.current(); current || err != nil {
 			return err
