@@ -79,8 +79,8 @@ func (l *callbackLog) take() ([]string, map[*sqlite3.SQLiteConn]bool) {
 // connection, commit, rollback and update hooks and an authorizer that log
 // to l (the authorizer logs only its connection: on cleolease's pool
 // connections it also sees the driver's statements, a listed difference),
-// then whatever more adds.
-func (l *callbackLog) driver(more func(*sqlite3.SQLiteConn)) *sqlite3.SQLiteDriver {
+// then whatever more adds (given l and the connection).
+func (l *callbackLog) driver(more func(*callbackLog, *sqlite3.SQLiteConn)) *sqlite3.SQLiteDriver {
 	return &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		c.RegisterCommitHook(func() int {
 			l.add(c, "commit")
@@ -98,7 +98,7 @@ func (l *callbackLog) driver(more func(*sqlite3.SQLiteConn)) *sqlite3.SQLiteDriv
 			return sqlite3.SQLITE_OK
 		})
 		if more != nil {
-			more(c)
+			more(l, c)
 		}
 		return nil
 	}}
@@ -117,7 +117,7 @@ func (c baseConnector) Driver() driver.Driver                        { return c.
 // driver and cleolease's effective DSN for query, and cleolease with cl's
 // hooked driver as Config.BaseDriver; edit may change the Config. Both
 // pools hold one connection; neither has connected yet.
-func openHookTwins(t *testing.T, query string, raw, cl *callbackLog, more func(*sqlite3.SQLiteConn), edit func(*cleolease.Config)) (rawDB, clDB *sql.DB, rawDSN, clPath string) {
+func openHookTwins(t *testing.T, query string, raw, cl *callbackLog, more func(*callbackLog, *sqlite3.SQLiteConn), edit func(*cleolease.Config)) (rawDB, clDB *sql.DB, rawDSN, clPath string) {
 	t.Helper()
 	dir := t.TempDir()
 	var err error
@@ -398,4 +398,41 @@ func TestDenyAllAuthorizerSameErrors(t *testing.T) {
 		t.Fatalf("go-sqlite3 under a deny-all authorizer: %q", want)
 	}
 	checkCallbacks(t, raw, cl, rawDB, clDB)
+}
+
+// TestStealFenceVisibleToUpdateHook: under the opt-in
+// _lease_steal_after_ttl the fencing check refreshes the lease row's
+// heartbeat inside the user's transaction, on the user's connection: the
+// update hook sees that one row change (an UPDATE of main._writer_leases)
+// just before the commit of each fenced write, and nothing else differs
+// from go-sqlite3 (a listed difference).
+func TestStealFenceVisibleToUpdateHook(t *testing.T) {
+	raw, cl := &callbackLog{}, &callbackLog{}
+	rawDB, clDB, _, _ := openHookTwins(t, "?_lease_steal_after_ttl=true", raw, cl, nil, nil)
+	if want, got := callbackOps(rawDB), callbackOps(clDB); !reflect.DeepEqual(got, want) {
+		t.Fatalf("results differ\n go-sqlite3: %q\n cleolease:  %q", want, got)
+	}
+	clConn := poolConn(t, clDB)
+	rawDB.Close()
+	clDB.Close()
+	want, _ := raw.take()
+	got, conns := cl.take()
+	var rest []string
+	refreshes := 0
+	for i, ev := range got {
+		if !strings.Contains(ev, " main._writer_leases ") {
+			rest = append(rest, ev)
+			continue
+		}
+		refreshes++
+		if !strings.HasPrefix(ev, fmt.Sprintf("update(op=%d ", sqlite3.SQLITE_UPDATE)) || i+1 == len(got) || got[i+1] != "commit" {
+			t.Errorf("event %d, %s, is not a heartbeat refresh right before a commit: %v", i, ev, got)
+		}
+	}
+	if refreshes == 0 || !reflect.DeepEqual(rest, want) {
+		t.Fatalf("callbacks without the %d heartbeat refreshes differ\n go-sqlite3: %v\n cleolease:  %v", refreshes, want, got)
+	}
+	if len(conns) != 1 || !conns[clConn] {
+		t.Fatalf("callbacks ran on %d connections, want only the pool's", len(conns))
+	}
 }
