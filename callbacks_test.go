@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,11 +69,14 @@ func (l *callbackLog) add(c *sqlite3.SQLiteConn, ev string) {
 	l.conns[c] = true
 }
 
-// take returns the events so far and the connections they ran on.
+// take returns the events since the last take, and every connection a
+// callback ran on.
 func (l *callbackLog) take() ([]string, map[*sqlite3.SQLiteConn]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.events...), l.conns
+	ev := l.events
+	l.events = nil
+	return ev, maps.Clone(l.conns)
 }
 
 // driver returns a go-sqlite3 driver whose ConnectHook registers, on every
@@ -434,5 +438,39 @@ func TestStealFenceVisibleToUpdateHook(t *testing.T) {
 	}
 	if len(conns) != 1 || !conns[clConn] {
 		t.Fatalf("callbacks ran on %d connections, want only the pool's", len(conns))
+	}
+}
+
+// TestDifferenceFailedWriteEndsInCommit: a write that fails (here a UNIQUE
+// violation) inside the driver's BEGIN IMMEDIATE is undone by SQLite, and
+// the driver then commits the empty transaction, as go-sqlite3's
+// autocommit does under the FAIL conflict rule: the commit hook fires
+// where go-sqlite3's autocommit rolls back and fires the rollback hook.
+// The data and the error are the same (a listed difference).
+func TestDifferenceFailedWriteEndsInCommit(t *testing.T) {
+	raw, cl := &callbackLog{}, &callbackLog{}
+	rawDB, clDB, _, _ := openHookTwins(t, "", raw, cl, nil, nil)
+	for _, db := range []*sql.DB{rawDB, clDB} {
+		if _, err := db.Exec(`CREATE TABLE u(x UNIQUE); INSERT INTO u VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.take()
+	cl.take()
+	_, rawErr := rawDB.Exec(`INSERT INTO u VALUES (2), (1)`)
+	_, clErr := clDB.Exec(`INSERT INTO u VALUES (2), (1)`)
+	ctx := context.Background()
+	if fmtErr(ctx, rawErr) != fmtErr(ctx, clErr) || rawErr == nil {
+		t.Fatalf("errors differ: go-sqlite3 %v, cleolease %v", rawErr, clErr)
+	}
+	if want, got := dumpTables(t, rawDB), dumpTables(t, clDB); want != got {
+		t.Fatalf("data differs\n go-sqlite3: %s\n cleolease:  %s", want, got)
+	}
+	want, _ := raw.take()
+	got, _ := cl.take()
+	wantRaw := []string{fmt.Sprintf("update(op=%d main.u rowid=2)", sqlite3.SQLITE_INSERT), "rollback"}
+	wantCl := []string{wantRaw[0], "commit"}
+	if !reflect.DeepEqual(want, wantRaw) || !reflect.DeepEqual(got, wantCl) {
+		t.Fatalf("callbacks of a failed write: go-sqlite3 %v (want %v), cleolease %v (want %v)", want, wantRaw, got, wantCl)
 	}
 }

@@ -92,6 +92,11 @@ type Options struct {
 	DSN string
 	// Driver opens the private connection (extensions, ConnectHook that
 	// migrations may rely on); nil means a plain &sqlite3.SQLiteDriver{}.
+	// The callbacks its ConnectHook registers (update, commit, rollback and
+	// pre-update hooks, authorizer, trace) are cleared on the connection
+	// that runs golang-migrate's files, which also carries the lease's
+	// fencing and the version table; Run's connection, which carries only
+	// the function's statements, keeps them.
 	Driver *gosqlite3.SQLiteDriver
 
 	// SourceURL is a golang-migrate source URL, e.g. "file://migrations".
