@@ -36,8 +36,8 @@ type Options struct {
 	// too; the callbacks the hook registers there (update, commit, rollback
 	// and pre-update hooks, authorizer, trace) are then cleared, so that
 	// they never run for the engine's statements. nil means a plain
-	// &sqlite3.SQLiteDriver{}. Every Open of one file
-	// in a process must pass the same Driver (ErrDriverMismatch otherwise).
+	// &sqlite3.SQLiteDriver{}. Every Open of one file in a process must
+	// pass the same Driver (ErrDriverMismatch otherwise).
 	Driver *sqlite3.SQLiteDriver
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration

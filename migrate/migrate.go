@@ -394,13 +394,11 @@ func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	wait := 100 * time.Microsecond
 	for {
 		conn, err := c.drv.Open(c.dsn)
-		if err == nil && !c.keepCallbacks {
-			if err = callbacks.Clear(conn.(*gosqlite3.SQLiteConn)); err != nil {
-				conn.Close()
-			}
+		if err == nil {
+			return c.clear(conn)
 		}
-		if err == nil || !isBusy(err) {
-			return conn, err
+		if !isBusy(err) {
+			return nil, err
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -414,6 +412,19 @@ func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 func (c rawConnector) Driver() driver.Driver { return c.drv }
+
+// clear clears the callbacks on a connection just opened, unless they are
+// kept; on error the connection is closed.
+func (c rawConnector) clear(conn driver.Conn) (driver.Conn, error) {
+	if c.keepCallbacks {
+		return conn, nil
+	}
+	if err := callbacks.Clear(conn.(*gosqlite3.SQLiteConn)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
 
 func isBusy(err error) bool {
 	var se gosqlite3.Error
