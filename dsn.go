@@ -114,12 +114,18 @@ type Config struct {
 	Quiet bool
 	// BaseDriver opens the underlying connections (extensions, ConnectHook);
 	// nil means a plain &sqlite3.SQLiteDriver{}. It also opens the lease
-	// engine's private connection and the migrations' connection, so its
-	// ConnectHook sees those too (a hook that sets SQLITE_FCNTL_PERSIST_WAL
-	// or registers a collation an index needs then holds everywhere). Every
-	// connector on one file in one process must use the same BaseDriver
-	// (nil counts as one): Connect fails with ErrBaseDriverMismatch
-	// otherwise.
+	// engine's private connection and the migrations' connections, so its
+	// ConnectHook runs there too, once per connection: what the hook sets
+	// for the file or the SQL (SQLITE_FCNTL_PERSIST_WAL, collations and
+	// functions an index or a migration needs, limits) holds everywhere.
+	// The callbacks it registers (update, commit, rollback and pre-update
+	// hooks, authorizer, trace) are then cleared on the engine's connection
+	// and on the connection that runs golang-migrate's files (it also
+	// carries the lease's fencing and the version table): they never see
+	// nor veto the driver's bookkeeping. The Migrator's connection carries
+	// only the Migrator's statements and keeps them. Every connector on one
+	// file in one process must use the same BaseDriver (nil counts as one):
+	// Connect fails with ErrBaseDriverMismatch otherwise.
 	BaseDriver *sqlite3.SQLiteDriver
 	// Clock is the lease engine's wall clock; nil means lease.SystemClock.
 	Clock lease.Clock

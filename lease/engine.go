@@ -33,8 +33,11 @@ type Options struct {
 	DSN string
 	// Driver opens the engine's private connection: the connector's base
 	// driver, so that its ConnectHook and extensions run on that connection
-	// too. nil means a plain &sqlite3.SQLiteDriver{}. Every Open of one file
-	// in a process must pass the same Driver (ErrDriverMismatch otherwise).
+	// too; the callbacks the hook registers there (update, commit, rollback
+	// and pre-update hooks, authorizer, trace) are then cleared, so that
+	// they never run for the engine's statements. nil means a plain
+	// &sqlite3.SQLiteDriver{}. Every Open of one file in a process must
+	// pass the same Driver (ErrDriverMismatch otherwise).
 	Driver *sqlite3.SQLiteDriver
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration
