@@ -143,7 +143,7 @@ func (l *laneState) whyGone(ctx context.Context, read rowReader, g *grant) strin
 		return fmt.Sprintf("this process holds the lane at another epoch (%d)", epoch)
 	}
 	l.noteEpoch(epoch)
-	return fmt.Sprintf("holder %s (pid %d) took over the lane at epoch %d", holderID, pid, epoch)
+	return fmt.Sprintf("another holder, %s (pid %d), took over the lane at epoch %d", holderID, pid, epoch)
 }
 
 // rowReader runs query with args and scans its first row into dest (each
