@@ -233,10 +233,7 @@ func (f *Fencing) Committed() {
 // is the active row of the lane. A missing lease table is an error
 // (missingTable).
 func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext) (held bool, err error) {
-	query, args := fenceSQL, []driver.NamedValue{
-		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
-		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
-	}
+	query, args := fenceSQL, h.fenceArgs()
 	if h.l.e.opts.StealAfterTTL {
 		// Under the TTL-steal policy a long transaction would end with a
 		// stale heartbeat; refresh it in the same transaction as the data.
@@ -256,6 +253,20 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext) (held boo
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// fenceArgs are fenceSQL's arguments for h's grant, built once per grant
+// (they do not change; the driver only reads them).
+func (h *Hold) fenceArgs() []driver.NamedValue {
+	if p := h.g.fenceArgs.Load(); p != nil {
+		return *p
+	}
+	args := []driver.NamedValue{
+		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
+		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
+	}
+	h.g.fenceArgs.Store(&args)
+	return args
 }
 
 func (h *Hold) lostErr(op string) error {

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"container/list"
+	"database/sql/driver"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,8 @@ type grant struct {
 	// why says how the grant ended once lost is set (the reason of the
 	// *Error wrapping ErrLost); the first reason recorded wins.
 	why atomic.Pointer[string]
+	// fenceArgs caches the fencing check's arguments (Hold.fenceArgs).
+	fenceArgs atomic.Pointer[[]driver.NamedValue]
 }
 
 // laneState is one (scope, lane) of an Engine. Its fields, by kind (the
