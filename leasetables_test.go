@@ -285,3 +285,36 @@ func TestLeaseLostReasonNamesBreakOnlyAfterBreak(t *testing.T) {
 		t.Fatalf("the next write after the break: %v", err)
 	}
 }
+
+// TestLeaseTablesDroppedByAnotherTool: a tool that takes no lease (here
+// plain go-sqlite3) drops the lease tables while this process keeps the
+// lane between writes; the next write finds its lease gone right after
+// BEGIN, before running anything, takes the lease again (recreating the
+// tables) and succeeds, at a higher epoch.
+func TestLeaseTablesDroppedByAnotherTool(t *testing.T) {
+	path, raw := newFile(t)
+	db := openLeased(t, "file:"+path+"?_lease_linger=1h")
+	before := leaseEpoch(t, db)
+	if _, err := db.Exec(`INSERT INTO counter VALUES (2, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`DROP TABLE _writer_leases; DROP TABLE _writer_queue`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE counter SET n = n + 1 WHERE id = 2`); err != nil {
+		t.Fatalf("the next write after another tool dropped the lease tables: %v", err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`UPDATE counter SET n = n + 1 WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("a transaction after that: %v", err)
+	}
+	if after := leaseEpoch(t, db); after <= before {
+		t.Fatalf("epoch %d after the drop, want above %d", after, before)
+	}
+}

@@ -162,7 +162,7 @@ func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fenc
 	}
 	held, err := h.fenceRead(ctx, q)
 	switch {
-	case err != nil:
+	case err != nil && !missingTable(err):
 		f.lost = err
 		return f, false, err
 	case !held:
@@ -203,16 +203,17 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 		return err
 	}
 	held, err := h.fenceRead(ctx, q)
-	if err != nil && !(begun && missingTable(err)) {
-		return err
-	}
-	if held {
+	switch {
+	case held:
 		return nil
-	}
-	if begun {
-		// Removed or changed by this very transaction (see Fencing).
+	case begun:
+		// Removed or changed by this very transaction (see Fencing) —
+		// the table dropped, the row deleted or rewritten, or the table
+		// recreated with other columns (the read then fails).
 		f.self = true
 		return nil
+	case err != nil:
+		return err
 	}
 	h.l.markLost(h.g, h.l.whyGone(ctx, connReader(q), h.g))
 	h.l.e.stats.Fenced.Add(1)
