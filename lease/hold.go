@@ -212,7 +212,7 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 		// recreated with other columns (the read then fails).
 		f.self = true
 		return nil
-	case err != nil:
+	case err != nil && !missingTable(err):
 		return err
 	}
 	h.l.markLost(h.g, h.l.whyGone(ctx, connReader(q), h.g))
