@@ -22,9 +22,10 @@ type leaseConn struct {
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
 
-	classes     map[string]class // per-connection cache of classify results
-	stmtClasses map[string]class // the same for prepared statements (stmtClass)
-	fence       *sqlite3.SQLiteStmt
+	classes     map[string]class    // per-connection cache of classify results
+	stmtClasses map[string]class    // the same for prepared statements (stmtClass)
+	fence       *sqlite3.SQLiteStmt // the fencing check, prepared (fenceQuerier)
+	fenceSQL    string              // its text
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
 }

@@ -469,6 +469,14 @@ func differentialCases() map[string][]dop {
 			seq("prepare-exec", "INSERT INTO nope VALUES (1)"),
 			seq("queryrow", "SELECT a FROM t WHERE a = 99"),
 		},
+		"the lease tables dropped in a transaction (if there are any), then more writes": {
+			seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"),
+			seq("exec", "DROP TABLE IF EXISTS _writer_leases"), seq("exec", "DROP TABLE IF EXISTS _writer_queue"),
+			seq("commit", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"),
+			seq("begin", ""), seq("exec", "DELETE FROM t"), seq("exec", "DELETE FROM p"), seq("commit", ""),
+			seq("exec", "INSERT INTO t(a) VALUES (3)"), seq("query", "SELECT a FROM t ORDER BY a"),
+			seq("exec", "DROP TABLE IF EXISTS _writer_leases"), seq("exec", "INSERT INTO t(a) VALUES (4)"),
+		},
 		"writes through Query": {
 			seq("query", "INSERT INTO t(a) VALUES (1)"),
 			seq("query", "INSERT INTO t(a, b) VALUES (2, 'x') RETURNING a, b, rowid"),

@@ -396,7 +396,21 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 	}
 }
 
+// tryImmediate is one attempt of immediateOp. When the lease tables were
+// dropped since the engine created them (missingTable), it recreates them
+// and tries once more.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	err := e.tryImmediateOnce(ctx, op, fn)
+	if op != "bootstrap" && missingTable(err) {
+		if err := e.recreate(ctx); err != nil {
+			return err
+		}
+		err = e.tryImmediateOnce(ctx, op, fn)
+	}
+	return err
+}
+
+func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if err := e.fault(op); err != nil {
 		return err
 	}
