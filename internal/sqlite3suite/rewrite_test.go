@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -108,6 +110,29 @@ func TestKnownFailuresFileParses(t *testing.T) {
 	for _, k := range known {
 		if !strings.HasPrefix(k.test, "Test") {
 			t.Errorf("known_failures.txt lists %q, not a test name", k.test)
+		}
+	}
+}
+
+// TestReadmeNamesKnownFailures keeps README.md's "Differences from
+// go-sqlite3" naming every test known_failures.txt lists.
+func TestReadmeNamesKnownFailures(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Differences from go-sqlite3\n")
+	if !ok {
+		t.Fatal(`README.md has no "Differences from go-sqlite3" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	known, err := parseKnown(knownFailuresText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range known {
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(k.test) + `\b`).MatchString(section) {
+			t.Errorf("known_failures.txt lists %s; README.md's Differences section does not name it", k.test)
 		}
 	}
 }
