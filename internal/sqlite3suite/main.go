@@ -31,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,9 +101,12 @@ func mainErr(race, keep, verbose, full bool, run string) error {
 			skip = append(skip, regexp.QuoteMeta(s.test))
 		}
 	}
-	failed, err := runTests(scratch, race, run, skip)
+	failed, slow, err := runTests(scratch, race, run, skip)
 	if err != nil {
 		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(slow)) {
+		fmt.Printf("slow: %s took %s\n", name, slow[name].Round(time.Second/10))
 	}
 	return compare(failed, known, run, skip, verbose, time.Since(start), race)
 }
@@ -175,10 +179,15 @@ func writeScratch(dir, root, srcDir string) error {
 
 // testEvent is one line of go test -json (cmd/test2json).
 type testEvent struct {
-	Action string
-	Test   string
-	Output string
+	Action  string
+	Test    string
+	Output  string
+	Elapsed float64 // seconds, on pass and fail
 }
+
+// slowAfter is the duration from which a test's time is printed: a test
+// that is slow through cleolease but not through go-sqlite3 shows a stall.
+const slowAfter = 5 * time.Second
 
 // runTests runs go test in the scratch module and returns the failing
 // tests (subtests included, by their full names) with their output. Its
@@ -187,13 +196,14 @@ type testEvent struct {
 // finished, until none is left: the panicking test counts as failed. An
 // error means the package did not build, or failed outside any test (a
 // timeout): then no per-test verdict can be trusted.
-func runTests(dir string, race bool, run string, skip []string) (map[string]string, error) {
+func runTests(dir string, race bool, run string, skip []string) (failed map[string]string, slow map[string]time.Duration, err error) {
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	failed := map[string]string{}
-	finished := skip
+	failed = map[string]string{}
+	slow = map[string]time.Duration{}
+	finished := slices.Clone(skip)
 	for {
 		args := []string{"test", "-json", "-count=1", "-vet=off", "-timeout=10m"}
 		if race {
@@ -207,14 +217,17 @@ func runTests(dir string, race bool, run string, skip []string) (map[string]stri
 		}
 		r, err := runOnce(dir, tmp, append(args, "."))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for name, out := range r.failed {
 			failed[name] = out
 		}
+		for name, d := range r.slow {
+			slow[name] = d
+		}
 		finished = append(finished, r.finished...)
 		if r.panicked == "" {
-			return failed, nil
+			return failed, slow, nil
 		}
 		finished = append(finished, r.panicked)
 	}
@@ -222,14 +235,15 @@ func runTests(dir string, race bool, run string, skip []string) (map[string]stri
 
 // runResult is what one go test run reports.
 type runResult struct {
-	failed   map[string]string // failing tests and subtests: their output
-	finished []string          // top-level tests that ran to the end
-	panicked string            // the top-level test whose panic ended the run
+	failed   map[string]string        // failing tests and subtests: their output
+	finished []string                 // top-level tests that ran to the end
+	panicked string                   // the top-level test whose panic ended the run
+	slow     map[string]time.Duration // top-level tests that took slowAfter or more
 }
 
 // runOnce runs the go command with args in dir and reads its -json output.
 func runOnce(dir, tmp string, args []string) (runResult, error) {
-	r := runResult{failed: map[string]string{}}
+	r := runResult{failed: map[string]string{}, slow: map[string]time.Duration{}}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "CGO_ENABLED=1")
@@ -273,6 +287,9 @@ func runOnce(dir, tmp string, args []string) (runResult, error) {
 		case "pass", "skip":
 			if !strings.Contains(ev.Test, "/") {
 				r.finished = append(r.finished, regexp.QuoteMeta(ev.Test))
+				if d := time.Duration(ev.Elapsed * float64(time.Second)); d >= slowAfter {
+					r.slow[ev.Test] = d
+				}
 			}
 		}
 	}
