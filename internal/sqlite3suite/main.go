@@ -77,6 +77,9 @@ func mainErr(race, keep, verbose, full bool, run string) error {
 		return err
 	}
 	srcDir, version, _ := strings.Cut(mod, " ")
+	if srcDir == "" {
+		return fmt.Errorf("%s %s is not in the module cache: run go mod download", sqlite3Path, version)
+	}
 	if version != sqlite3Version {
 		return fmt.Errorf("the main module requires %s %s; leftout.go and known_failures.txt describe %s: review them and update sqlite3Version", sqlite3Path, version, sqlite3Version)
 	}
