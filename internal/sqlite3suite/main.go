@@ -72,11 +72,11 @@ func mainErr(race, keep, verbose, full bool, run string) error {
 	if err != nil {
 		return err
 	}
-	mod, err := goOutput(root, "list", "-m", "-f", "{{.Dir}} {{.Version}}", sqlite3Path)
+	mod, err := goOutput(root, "list", "-m", "-f", "{{.Version}} {{.Dir}}", sqlite3Path)
 	if err != nil {
 		return err
 	}
-	srcDir, version, _ := strings.Cut(mod, " ")
+	version, srcDir, _ := strings.Cut(mod, " ")
 	if srcDir == "" {
 		return fmt.Errorf("%s %s is not in the module cache: run go mod download", sqlite3Path, version)
 	}
