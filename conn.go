@@ -22,10 +22,9 @@ type leaseConn struct {
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
 
-	classes     map[string]class    // per-connection cache of classify results
-	stmtClasses map[string]class    // the same for prepared statements (stmtClass)
-	fence       *sqlite3.SQLiteStmt // the fencing check, prepared (fenceQuerier)
-	fenceSQL    string              // its text
+	classes     map[string]class               // per-connection cache of classify results
+	stmtClasses map[string]class               // the same for prepared statements (stmtClass)
+	fence       map[string]*sqlite3.SQLiteStmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
 }
@@ -218,8 +217,8 @@ func (lc *leaseConn) Close() error {
 	if lc.tx != nil {
 		lc.tx.end()
 	}
-	if lc.fence != nil {
-		lc.fence.Close()
+	for _, st := range lc.fence {
+		st.Close()
 	}
 	lc.closed = true
 	return lc.SQLiteConn.Close()
