@@ -75,9 +75,10 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 type Connector struct {
 	cfg      *Config
 	dsn      string // what go-sqlite3 receives: SQLiteDSN plus defaults
+	roDSN    string // dsn without the journal-mode default (readonly.go)
 	path     string
 	memory   bool
-	readOnly bool
+	readOnly bool // the DSN opens read-only (mode=ro, immutable=1, _query_only)
 	drv      *Driver
 	base     *sqlite3.SQLiteDriver
 	mw       driver.Connector // sqlmw's connector over the inner driver
@@ -90,6 +91,9 @@ type Connector struct {
 	// holders from another boot or host are never judged dead here.
 	remoteHolders bool
 	fsErr         error // its decision: nil or a *NetworkFSError
+	// pendingChecked: a read-only connection looked for pending
+	// migrations (warnPendingReadOnly).
+	pendingChecked bool
 }
 
 var _ driver.Connector = (*Connector)(nil)
@@ -102,7 +106,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), base: c.BaseDriver}
+	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), roDSN: c.sqliteDSN(false), base: c.BaseDriver}
 	conn.path, conn.memory, conn.readOnly = c.location()
 	if conn.base == nil {
 		conn.base = &sqlite3.SQLiteDriver{}
@@ -132,7 +136,9 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
-// also opens the file's lease engine (creating the lease tables). Errors:
+// also opens the file's lease engine (creating the lease tables), unless
+// SQLite opened the file read-only (readonly.go): such a connection takes
+// no lease, runs no migrations and creates nothing. Errors:
 // ErrPrivateMemory for an empty DSN, a *NetworkFSError (before anything is
 // opened or created) when the database's directory is on a network
 // filesystem and Config.NetworkFS does not allow it, ErrFileChanged when
@@ -159,6 +165,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, errors.New("cleolease: internal error: sqlmw did not route the connect through the interceptor")
 	}
+	if slot.lc.readOnly || c.readOnly {
+		c.warnPendingReadOnly(ctx, slot.lc.dsn)
+		return &outerConn{mw: conn, inner: slot.lc}, nil
+	}
 	if err := c.ensureEngine(ctx); err != nil {
 		conn.Close()
 		return nil, c.openErr(err)
@@ -170,7 +180,8 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &outerConn{mw: conn, inner: slot.lc}, nil
 }
 
-// leased reports whether writes through this connector take the lease.
+// leased reports whether writes through this connector take the lease (a
+// connection SQLite opened read-only takes none either: leaseConn.leased).
 func (c *Connector) leased() bool {
 	return c.cfg.Mode != ModeOff && !c.readOnly
 }

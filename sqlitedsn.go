@@ -421,7 +421,12 @@ var sqliteDefaults = []struct {
 // whole and whose unknown parameters it ignores). An empty DSN, or one
 // whose path before '?' is empty (go-sqlite3 would not read its query), is
 // returned unchanged.
-func (c *Config) sqliteDSNWithDefaults() string {
+func (c *Config) sqliteDSNWithDefaults() string { return c.sqliteDSN(true) }
+
+// sqliteDSN returns SQLiteDSN with the defaults, the on-disk ones
+// (_journal_mode=WAL) only when onDisk: sqliteDSN(false) is what a
+// connection that SQLite opens read-only gets (readonly.go).
+func (c *Config) sqliteDSN(onDisk bool) string {
 	dsn := c.SQLiteDSN
 	if dsn == "" || dsn[0] == '?' {
 		return dsn
@@ -447,7 +452,7 @@ func (c *Config) sqliteDSNWithDefaults() string {
 		if slices.ContainsFunc(d.aliases, func(a string) bool { return set[a] }) {
 			continue
 		}
-		if d.onDisk && (memory || readOnly) {
+		if d.onDisk && (!onDisk || memory || readOnly) {
 			continue
 		}
 		b.WriteString(sep)
