@@ -31,25 +31,49 @@ import (
 // and fails as it does with go-sqlite3. usedDSN is the DSN the returned
 // connection was opened with.
 func (c *Connector) openSQLite(dsn string) (sc *sqlite3.SQLiteConn, readOnly bool, usedDSN string, err error) {
-	conn, err := c.base.Open(dsn)
+	sc, readOnly, err = c.openProbed(dsn)
 	if err == nil {
-		sc = conn.(*sqlite3.SQLiteConn)
-		return sc, !c.readOnly && openedReadOnly(sc), dsn, nil
+		return sc, readOnly, dsn, nil
 	}
 	var se sqlite3.Error
 	if dsn == c.roDSN || !errors.As(err, &se) || se.Code != sqlite3.ErrReadonly {
 		return nil, false, "", err
 	}
-	conn, rerr := c.base.Open(c.roDSN)
+	sc, readOnly, rerr := c.openProbed(c.roDSN)
 	if rerr != nil {
 		return nil, false, "", err
 	}
-	sc = conn.(*sqlite3.SQLiteConn)
-	if !openedReadOnly(sc) {
+	if !readOnly {
 		sc.Close()
 		return nil, false, "", err
 	}
 	return sc, true, c.roDSN, nil
+}
+
+// openProbed opens a connection with the connector's base driver and asks
+// openedReadOnly first thing in go-sqlite3's ConnectHook: after go-sqlite3's
+// own PRAGMAs and extensions, before the base driver's ConnectHook runs, so
+// the question is answered before the caller's hook registers an
+// authorizer or a trace that would see it. A DSN that is read-only itself
+// (mode=ro, immutable=1, _query_only) needs no question: such connectors
+// take no lease anyway.
+func (c *Connector) openProbed(dsn string) (*sqlite3.SQLiteConn, bool, error) {
+	readOnly := false
+	d := &sqlite3.SQLiteDriver{
+		Extensions: c.base.Extensions,
+		ConnectHook: func(sc *sqlite3.SQLiteConn) error {
+			readOnly = !c.readOnly && openedReadOnly(sc)
+			if c.base.ConnectHook != nil {
+				return c.base.ConnectHook(sc)
+			}
+			return nil
+		},
+	}
+	conn, err := d.Open(dsn)
+	if err != nil {
+		return nil, false, err
+	}
+	return conn.(*sqlite3.SQLiteConn), readOnly, nil
 }
 
 // openedReadOnly reports whether SQLite opened the main database of sc

@@ -5,8 +5,10 @@ package cleolease_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"io"
 	"log/slog"
@@ -135,6 +137,42 @@ func roleReadOnlyFile() int {
 			db.Close()
 		}
 	}
+	// The caller's ConnectHook sees the same statements: the driver asks
+	// whether the file is read-only before that hook registers anything.
+	for _, side := range []string{"raw", "cl"} {
+		var seen []string
+		hooked := &sqlite3.SQLiteDriver{ConnectHook: func(sc *sqlite3.SQLiteConn) error {
+			sc.RegisterAuthorizer(func(op int, a, b, _ string) int {
+				seen = append(seen, fmt.Sprint(op, a, b))
+				return sqlite3.SQLITE_OK
+			})
+			return nil
+		}}
+		dsn := "file:" + filepath.Join(base, "DELETE-rodir-"+side, "a.db")
+		var db *sql.DB
+		if side == "cl" {
+			cfg, err := cleolease.ParseDSN(dsn)
+			if err != nil {
+				return fail(err)
+			}
+			cfg.BaseDriver = hooked
+			db, err = cleolease.OpenDB(*cfg)
+			if err != nil {
+				return fail(err)
+			}
+		} else {
+			raw, err := cleolease.EffectiveReadOnlySQLiteDSN(dsn)
+			if err != nil {
+				return fail(err)
+			}
+			db = sql.OpenDB(rawConnector{hooked, raw})
+		}
+		s := &session{db: db}
+		out("hook", side, 0, s.runOp(roOps[0]))
+		out("hook", side, 1, s.runOp(roOps[3]))
+		db.Close()
+		out("hook", side, 2, strings.Join(seen, "; "))
+	}
 	// A journal mode the DSN asks for is applied as go-sqlite3 applies it:
 	// on a read-only rollback-journal file, switching to WAL fails.
 	for _, side := range []string{"raw", "cl"} {
@@ -211,6 +249,15 @@ func roTyped(db *sql.DB) []string {
 	}
 	return got
 }
+
+// rawConnector opens go-sqlite3 connections with a driver of its own.
+type rawConnector struct {
+	drv *sqlite3.SQLiteDriver
+	dsn string
+}
+
+func (c rawConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c rawConnector) Driver() driver.Driver                        { return c.drv }
 
 // roMigrations: version 1 is what the read-only file has, 2 is pending.
 var roMigrations = fstest.MapFS{
