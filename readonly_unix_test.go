@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -136,6 +137,16 @@ func roleReadOnlyFile() int {
 			s.end()
 			db.Close()
 		}
+	}
+	// The lease helpers have no lease to report on a read-only file.
+	{
+		db, err := sql.Open("cleolease", "file:"+filepath.Join(base, "DELETE-rodir-cl", "a.db"))
+		if err != nil {
+			return fail(err)
+		}
+		_, err = cleolease.Stats(context.Background(), db)
+		out("stats", "cl", 0, fmt.Sprintf("ErrNoLease=%v: %v", errors.Is(err, cleolease.ErrNoLease), err))
+		db.Close()
 	}
 	// The caller's ConnectHook sees the same statements: the driver asks
 	// whether the file is read-only before that hook registers anything.
@@ -402,6 +413,12 @@ func TestReadOnlyFile(t *testing.T) {
 	}
 	if r := got["migrate cl 1"]; !strings.Contains(r, "int64:1") {
 		t.Errorf("version table with pending migrations: %s", r)
+	}
+	if r := got["stats cl 0"]; !strings.HasPrefix(r, "ErrNoLease=true") {
+		t.Errorf("Stats on a read-only file: %s", r)
+	}
+	if r := got["hook raw 2"]; r == "" {
+		t.Error("the authorizer saw nothing")
 	}
 	log := got["migrate log 0"]
 	for _, want := range []string{"pending migrations", migPath, "database_version=1", "source_version=2"} {
