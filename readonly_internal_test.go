@@ -61,3 +61,19 @@ func openRaw(t *testing.T, dsn string) *sqlite3.SQLiteConn {
 	t.Cleanup(func() { conn.Close() })
 	return conn.(*sqlite3.SQLiteConn)
 }
+
+// BenchmarkOpenedReadOnly is the cost of the question each new connection
+// asks (one EXPLAIN BEGIN IMMEDIATE).
+func BenchmarkOpenedReadOnly(b *testing.B) {
+	conn, err := (&sqlite3.SQLiteDriver{}).Open("file:" + filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	sc := conn.(*sqlite3.SQLiteConn)
+	for b.Loop() {
+		if openedReadOnly(sc) {
+			b.Fatal("read-only")
+		}
+	}
+}
