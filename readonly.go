@@ -77,21 +77,23 @@ func (c *Connector) openProbed(dsn string) (*sqlite3.SQLiteConn, bool, error) {
 }
 
 // openedReadOnly reports whether SQLite opened the main database of sc
-// read-only: what sqlite3_db_readonly(db, "main") answers. go-sqlite3
-// v1.14.53 neither calls that function nor exports the sqlite3* handle it
-// needs, and a cgo call of our own would have to read go-sqlite3's
-// unexported handle and link against symbols of another package's C code
-// (which cgo's own link step of this package cannot resolve, and which
-// differ when go-sqlite3 is built against a system libsqlite3). SQLite
-// answers the same question in SQL without writing or locking anything:
-// it compiles BEGIN IMMEDIATE (sqlite3BeginTransaction) into one
-// OP_Transaction per database whose p2 is 0, a read transaction, exactly
-// when sqlite3BtreeIsReadonly — the function behind sqlite3_db_readonly —
-// is true, and 1 otherwise. EXPLAIN returns that program without running
-// it. A listing without the main database's Transaction opcode (a
-// future SQLite that compiles BEGIN differently, or an authorizer that
-// denies it) answers false, the writable path cleolease took before; a
-// test pins both answers (TestOpenedReadOnly).
+// read-only: what sqlite3_db_readonly(db, "main") answers, asked of SQLite
+// itself. go-sqlite3 v1.14.53 neither calls that function nor exports the
+// sqlite3* handle it needs. A cgo call of our own does link on Linux (the
+// symbol resolves against go-sqlite3's C objects), but it would read
+// go-sqlite3's unexported handle through reflect and unsafe, make this
+// package need cgo of its own, and depend on each platform's linker
+// resolving a symbol another package's C code defines. SQLite answers the
+// same question in SQL without writing or locking anything: it compiles
+// BEGIN IMMEDIATE (sqlite3BeginTransaction) into one OP_Transaction per
+// database whose p2 is 0, a read transaction, exactly when
+// sqlite3BtreeIsReadonly — the function sqlite3_db_readonly returns — is
+// true, and 1 otherwise; EXPLAIN returns that program without running it.
+// EXPLAIN's listing is not a stable interface, so TestOpenedReadOnly pins
+// both answers on the SQLite go-sqlite3 bundles (3.54.1); a listing without
+// the main database's Transaction opcode (a SQLite that compiled BEGIN
+// otherwise, an authorizer that denies it) answers false, the writable
+// path cleolease takes for every file it can write.
 func openedReadOnly(sc *sqlite3.SQLiteConn) bool {
 	rows, err := sc.Query("EXPLAIN BEGIN IMMEDIATE", nil)
 	if err != nil {

@@ -413,8 +413,9 @@ var sqliteDefaults = []struct {
 // sqliteDSNWithDefaults returns SQLiteDSN followed by the default
 // go-sqlite3 parameters it does not set itself under any alias:
 // _busy_timeout=30000, _journal_mode=WAL (not for read-only or in-memory
-// databases; a connection SQLite opens read-only drops it, readonly.go), _synchronous=NORMAL and _foreign_keys=1. A parameter the DSN
-// gives, even with an empty value, is left to the DSN. The caller's bytes
+// databases; a connection SQLite opens read-only drops it, readonly.go),
+// _synchronous=NORMAL and _foreign_keys=1. A parameter the DSN gives, even
+// with an empty value, is left to the DSN. The caller's bytes
 // are kept; the defaults are appended after '?' or '&'. go-sqlite3 v1.14.53
 // reads these parameters from the query of both plain paths (whose query it
 // then strips before calling SQLite) and "file:" URIs (which SQLite gets
