@@ -194,6 +194,9 @@ func roleReadOnlyFile() int {
 		}
 		s := &session{db: db}
 		out("explicit-wal", side, 0, s.runOp(seq("queryrow", `SELECT count(*), max(a) FROM t`)))
+		for i, got := range roTyped(db) {
+			out("explicit-wal", side, fmt.Sprint("typed ", i), got)
+		}
 		db.Close()
 	}
 	// Pending migrations on a read-only file: a warning, the open
@@ -212,6 +215,24 @@ func roleReadOnlyFile() int {
 	out("migrate", "cl", 1, s.runOp(seq("queryrow", `SELECT version, dirty FROM schema_migrations`)))
 	db.Close()
 	out("migrate", "log", 0, logs.String())
+	// Decided per connection: once the parent has made the file
+	// writable, the next connection takes the lease.
+	db, err = sql.Open("cleolease", "file:"+filepath.Join(base, "perconn", "a.db"))
+	if err != nil {
+		return fail(err)
+	}
+	db.SetMaxIdleConns(0) // each call opens a new connection
+	s = &session{db: db}
+	out("perconn", "cl", 0, s.runOp(seq("exec", `INSERT INTO t(a, b) VALUES (30, 'p')`)))
+	fmt.Println("WRITABLE?")
+	if in := bufio.NewScanner(os.Stdin); !in.Scan() {
+		return fail(errors.New("no answer from the parent"))
+	}
+	out("perconn", "cl", 1, s.runOp(seq("exec", `INSERT INTO t(a, b) VALUES (31, 'p')`)))
+	st, err := cleolease.Stats(context.Background(), db)
+	out("perconn", "cl", 2, fmt.Sprintf("grants=%d err=%v", st.Grants, err))
+	out("perconn", "cl", 3, s.runOp(seq("query", `SELECT rowid, a, b FROM t ORDER BY rowid`)))
+	db.Close()
 	fmt.Println("DONE")
 	return 0
 }
@@ -283,8 +304,13 @@ var roMigrations = fstest.MapFS{
 // cleolease (rows, errors' type, code, extended code and text), the files
 // beside each database afterwards (cleolease's twin directory must hold
 // exactly what go-sqlite3's does), and the databases' bytes (unchanged).
-// With pending migrations the open succeeds, reads work, a warning names
-// the file and both versions, and the version table is untouched.
+// Also, through both drivers: mode=ro and immutable=1, a DSN that asks for
+// WAL itself, and the statements an authorizer registered by the caller's
+// ConnectHook sees. Through cleolease only: with pending migrations the
+// open succeeds, reads work, a warning names the file and both versions,
+// and the version table is untouched; Stats reports ErrNoLease; and once
+// the file becomes writable, the next connection takes the lease
+// (read-only is decided per connection).
 func TestReadOnlyFile(t *testing.T) {
 	base, err := os.MkdirTemp("", "cleolease-ro-")
 	if err != nil {
@@ -332,6 +358,8 @@ func TestReadOnlyFile(t *testing.T) {
 	}
 	migPath := mkdb(filepath.Join(base, "migrate"), "DELETE", true, rows+
 		`CREATE TABLE schema_migrations(version uint64, dirty bool); INSERT INTO schema_migrations VALUES (1, 0);`)
+	perconn := mkdb(filepath.Join(base, "perconn"), "DELETE", true, rows)
+	delete(sums, perconn) // written to once writable
 	bin := filepath.Join(base, "bin")
 	roCopyExecutable(t, bin)
 
@@ -353,6 +381,13 @@ func TestReadOnlyFile(t *testing.T) {
 		line := c.Expect("")
 		if line == "DONE" {
 			break
+		}
+		if line == "WRITABLE?" {
+			if err := os.Chmod(perconn, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			c.Send("yes")
+			continue
 		}
 		rest, ok := strings.CutPrefix(line, "OUT ")
 		if !ok {
@@ -419,6 +454,18 @@ func TestReadOnlyFile(t *testing.T) {
 	}
 	if r := got["hook raw 2"]; r == "" {
 		t.Error("the authorizer saw nothing")
+	}
+	if r := got["perconn cl 0"]; !strings.Contains(r, "sqlite(8/") {
+		t.Errorf("write while the file is read-only: %s", r)
+	}
+	if r := got["perconn cl 1"]; r != "exec: id=4 (ok) n=1 (ok)" {
+		t.Errorf("write once the file is writable: %s", r)
+	}
+	if r := got["perconn cl 3"]; !strings.Contains(r, "[int64:4, int64:31, string:p] err=ok") || strings.Contains(r, "int64:30") {
+		t.Errorf("rows: %s", r)
+	}
+	if r := got["perconn cl 2"]; r != "grants=1 err=<nil>" {
+		t.Errorf("lease of that write: %s", r)
 	}
 	log := got["migrate log 0"]
 	for _, want := range []string{"pending migrations", migPath, "database_version=1", "source_version=2"} {
