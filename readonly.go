@@ -128,9 +128,9 @@ func openedReadOnly(sc *sqlite3.SQLiteConn) bool {
 // logged instead. A Migrator alone says nothing about pending work and is
 // simply not run.
 func (c *Connector) warnPendingReadOnly(ctx context.Context, dsn string) {
-	l := c.cfg.Logger
-	if l == nil {
-		return
+	l := c.log
+	if !l.Enabled(ctx, slog.LevelWarn) {
+		return // silenced: nothing to read the versions for
 	}
 	c.mu.Lock()
 	done := c.pendingChecked
