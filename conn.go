@@ -21,6 +21,10 @@ type leaseConn struct {
 	*sqlite3.SQLiteConn
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
+	// readOnly: SQLite opened the database read-only (readonly.go), so
+	// writes take no lease and fail with SQLite's own error.
+	readOnly bool
+	dsn      string // the DSN go-sqlite3 opened this connection with
 
 	classes     map[string]class               // per-connection cache of classify results
 	stmtClasses map[string]class               // the same for prepared statements (stmtClass)
@@ -38,7 +42,7 @@ func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leas
 	if err := lc.fileCheck(); err != nil {
 		return class{}, false, err
 	}
-	if !lc.c.leased() {
+	if !lc.leased() {
 		return class{}, false, nil
 	}
 	inTx := lc.tx != nil
@@ -166,7 +170,7 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
 	}
-	if lc.c.leased() && refusesLocking(query) {
+	if lc.leased() && refusesLocking(query) {
 		return nil, ErrExclusiveLocking
 	}
 	st, err := lc.SQLiteConn.PrepareContext(ctx, query)
@@ -177,6 +181,10 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	k := lc.stmtClass(query, s)
 	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
 }
+
+// leased reports whether writes on this connection take the lease: the
+// connector's writes do and SQLite opened the database writable.
+func (lc *leaseConn) leased() bool { return lc.c.leased() && !lc.readOnly }
 
 // ResetSession refuses to hand out again a connection left inside a
 // transaction (a hand-written BEGIN never committed): database/sql then
