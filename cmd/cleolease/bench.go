@@ -49,7 +49,7 @@ func newBenchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure cleolease against raw go-sqlite3 and a flock around each transaction, in the same run",
+		Short: "Measure cleolease against raw go-sqlite3 and against a flock per transaction",
 		Long: `bench runs the multi-process performance suite (internal/workload, the
 same loads as BenchmarkContention): each load on three peers, alternating,
 in fresh files:

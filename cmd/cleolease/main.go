@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -116,6 +117,9 @@ go-sqlite3 and against a flock around each transaction (bench).`,
 		return usagef("%v", err)
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
+	// Flag descriptions wrap to the command's width (cobra's default
+	// template does not wrap them).
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages |", ".FlagUsagesWrapped "+strconv.Itoa(width)+" |"))
 	root.AddCommand(newDemoCmd(), newStatusCmd(), newMigrateCmd(), newBreakCmd(), newBenchCmd(), newWorkerCmd())
 	return root
 }

@@ -65,7 +65,7 @@ transaction, so a failed migration leaves the previous version, clean.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&src, "source", "", "the migrations: a golang-migrate file:// URL (file://DIR) or a directory path with a\npath separator or a leading '.' (./DIR, as _migrations takes it)")
+	f.StringVar(&src, "source", "", "the migrations: a golang-migrate file:// URL (file://DIR), or a directory path that contains a path separator or starts with '.' (./DIR), as the DSN parameter _migrations takes it")
 	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
 	f.BoolVar(&noTxWrap, "no-tx-wrap", false, "run each migration file without golang-migrate's transaction")
 	return cmd
