@@ -4,8 +4,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/cleocode/cleolease/internal/workload"
 )
@@ -48,4 +52,15 @@ func fmtLatency(f workload.Figures) string {
 // fmtLanded is fmtLatency for the time until a write lands.
 func fmtLanded(f workload.Figures) string {
 	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.LandP50), fmtMS(f.LandP99), fmtMS(f.LandMax))
+}
+
+// newTable is a table with the given header, for the demo and bench.
+func newTable(w io.Writer, header ...any) *tablewriter.Table {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header(header...)
+	return t
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,6 +176,15 @@ func statusJSON(t *testing.T, path string) statusReport {
 		t.Fatalf("status --json does not parse: %v\n%s", err, r.stdout)
 	}
 	return rep
+}
+
+// pidAt is the index of "pid N" in a status output, -1 if it is not there.
+func pidAt(out string, pid int64) int {
+	loc := regexp.MustCompile(`\bpid ` + strconv.FormatInt(pid, 10) + `\b`).FindStringIndex(out)
+	if loc == nil {
+		return -1
+	}
+	return loc[0]
 }
 
 func laneOf(t *testing.T, rep statusReport, scope, lane string) lease.LaneStatus {
@@ -389,6 +399,21 @@ func TestStatusWritesNothing(t *testing.T) {
 	}
 }
 
+// TestStatusWaitingAgrees: on a database no process has open, --json and
+// the text agree that nobody waits (issue 21, item 2: --json said -1, the
+// text 0).
+func TestStatusWaitingAgrees(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	leasedDB(t, path)
+	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Waiting != 0 || l.Unnamed != 0 {
+		t.Errorf("--json: waiting %d, unnamed %d; want 0 and 0", l.Waiting, l.Unnamed)
+	}
+	r := cli(t, "status", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "  waiting  0 processes\n") {
+		t.Errorf("status: want 0 processes waiting, got %s", r)
+	}
+}
+
 // TestStatusHolderAndQueue: one process holds main/jobs, two wait; status
 // shows the holder and the waiters in grant order (the later waiter has
 // the better priority, so it is first), and --json parses.
@@ -420,11 +445,22 @@ func TestStatusHolderAndQueue(t *testing.T) {
 		t.Fatal(r)
 	}
 	out := r.stdout
-	q := strings.Index(out, "queue of main/jobs, in grant order")
-	ia, ib, ic := strings.Index(out, " "+strconv.FormatInt(a.pid(), 10)+" "), strings.LastIndex(out, " "+strconv.FormatInt(b.pid(), 10)+" "), strings.LastIndex(out, " "+strconv.FormatInt(c.pid(), 10)+" ")
+	q := strings.Index(out, "queue    in grant order")
+	ia, ib, ic := pidAt(out, a.pid()), pidAt(out, b.pid()), pidAt(out, c.pid())
 	if q < 0 || ia < 0 || ia > q || ic < q || ib < ic || !strings.Contains(out, "alive (liveness lock held)") {
 		t.Errorf("status does not show holder %d, then waiters %d and %d in grant order:\n%s", a.pid(), c.pid(), b.pid(), out)
 	}
+	// Issue 21, item 4: ids whole, every line within width columns, and
+	// the count of waiting processes the one --json gives.
+	for _, id := range []string{l.Holder.ID, l.Waiters[0].ID, l.Waiters[1].ID} {
+		if !strings.Contains(out, id+" pid ") {
+			t.Errorf("status does not show the whole id %s:\n%s", id, out)
+		}
+	}
+	if l.Waiting != 2 || !strings.Contains(out, "  waiting  2 processes\n") {
+		t.Errorf("--json says %d waiting; status says:\n%s", l.Waiting, out)
+	}
+	checkWidth(t, "status", out)
 
 	// The grant follows the order shown.
 	a.send("release")
@@ -764,7 +800,7 @@ func TestStatusNamesRegisteredWaiters(t *testing.T) {
 		t.Fatalf("lane %+v: want one waiter named by the holder, first in line, and nobody unnamed", l)
 	}
 	r := cli(t, "status", path)
-	if r.code != 0 || !strings.Contains(r.stdout, " "+strconv.FormatInt(b.pid(), 10)+" ") || !strings.Contains(r.stdout, "holder") {
+	if r.code != 0 || pidAt(r.stdout, b.pid()) < 0 || !strings.Contains(r.stdout, "named by the holder") {
 		t.Errorf("status does not show the registered waiter %d:\n%s", b.pid(), r.stdout)
 	}
 	unlock()

@@ -136,7 +136,7 @@ func TestStatusNamesWaitersBehindAWriteTransaction(t *testing.T) {
 			t.Errorf("lane %+v: want 2 waiting, none unnamed", l)
 		}
 		r := cli(t, "status", path)
-		ic, ib := strings.Index(r.stdout, " "+strconv.FormatInt(c.pid(), 10)+" "), strings.Index(r.stdout, " "+strconv.FormatInt(b.pid(), 10)+" ")
+		ic, ib := pidAt(r.stdout, c.pid()), pidAt(r.stdout, b.pid())
 		t.Logf("cleolease status:\n%s", r.stdout)
 		if r.code != 0 || ic < 0 || ib < ic {
 			t.Errorf("status does not list C (%d) then B (%d):\n%s", c.pid(), b.pid(), r)

@@ -5,7 +5,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/cleocode/cleolease/lease"
 )
 
 // checkWidth fails for every line of out wider than width columns, except
@@ -48,5 +51,41 @@ func TestHelpWidth(t *testing.T) {
 			t.Errorf("cleolease %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 		}
 		checkWidth(t, "cleolease "+strings.Join(args, " "), out.String())
+	}
+}
+
+// TestStatusPrintWidth: status lays out the longest values it can meet —
+// long scope and lane names, evidence, notes, dead and unnamed waiters, a
+// long path — within width columns, ids whole.
+func TestStatusPrintWidth(t *testing.T) {
+	id := "cl-53546b78-0e1f-4a2b-9c3d-1234567890ab"
+	long := strings.Repeat("a-very-long-lane-name-", 6)
+	v := int64(12)
+	rep := statusReport{
+		Path:       "/" + strings.Repeat("deep/", 30) + "app.db",
+		Migrations: migrationState{Table: "schema_migrations", Present: true, Version: &v, Dirty: true},
+		Lanes: []lease.LaneStatus{{
+			Scope: "tenant-" + long, Lane: long, Epoch: 123456789,
+			Holder: &lease.HolderStatus{ID: id, PID: 4194304, Alive: true, Epoch: 123456789,
+				Why:     "holder from another boot or host: never judged dead on local evidence (network filesystem)",
+				HeldFor: 90 * time.Minute, Heartbeat: 42 * time.Second, TTL: 10 * time.Second, Depth: 3},
+			Waiters: []lease.WaiterStatus{
+				{Ticket: 1 << 40, ID: id + "x", PID: 4194303, Priority: -1 << 40, Waited: time.Hour, Source: "queue", Why: "liveness lock released (other pid namespace)"},
+				{ID: id + "y", PID: 17, Priority: 100, Waited: time.Millisecond, Source: "holder", Alive: true, Why: "liveness lock held"},
+			},
+			Waiting: 3, Unnamed: 2,
+			Note: "2 waiting process(es) not named: the holder did not answer within 500ms (stopped, or too busy); its waiters are counted from their want locks on the sidecar",
+		}, {Scope: "main", Lane: "jobs", Epoch: 1, Waiters: []lease.WaiterStatus{}}},
+	}
+	var b bytes.Buffer
+	printStatus(&b, rep)
+	out := b.String()
+	t.Logf("\n%s", out)
+	checkWidth(t, "status", out)
+	for _, want := range []string{id + " pid 4194304", id + "x pid 4194303", id + "y pid 17", "waiting  3 processes, 2 of them not named",
+		"holder   none (free)", "hung?", "DEAD (liveness lock released"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q", want)
+		}
 	}
 }
