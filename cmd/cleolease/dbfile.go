@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
@@ -24,7 +25,7 @@ func checkDBFile(path string) error {
 	case errors.Is(err, fs.ErrNotExist) && looksLikeDSN(path):
 		return usagef("%s: DB is a file path, not a DSN (for example %s)", path, dsnPath(path))
 	case errors.Is(err, fs.ErrNotExist):
-		return failf("%s: no such file", path)
+		return &exitError{1, fmt.Errorf("%s: %w", path, errNoSuchFile)}
 	case err != nil:
 		return failf("%s: %v", path, unwrapPathErr(err))
 	case st.IsDir():
@@ -37,6 +38,31 @@ func checkDBFile(path string) error {
 	// Whether it is an SQLite database is left to SQLite (ErrNotADB, see
 	// sqliteFailure): nothing here opens the file itself, since closing a
 	// descriptor of it would drop this process's SQLite locks on it.
+	return nil
+}
+
+// errNoSuchFile is checkDBFile's answer for a path that names nothing.
+var errNoSuchFile = errors.New("no such file")
+
+// createDBFile creates the missing database file path through SQLite (an
+// empty file is an empty database), as golang-migrate's sqlite3 driver does
+// when it opens a missing file. Its directory must exist.
+func createDBFile(ctx context.Context, path string) error {
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return failf("%s: no such directory: %s", path, filepath.Dir(path))
+	}
+	dsn, err := fileURI(path, "mode=rwc")
+	if err != nil {
+		return failf("%s: %v", path, err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return failf("%s: %v", path, err)
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return sqliteFailure(path, err)
+	}
 	return nil
 }
 

@@ -512,7 +512,8 @@ func TestBreakLiveHolder(t *testing.T) {
 		t.Fatalf("break of a live holder: want exit 1, got %s", r)
 	}
 	// stdout: the holder break saw (and would have broken); stderr: why not.
-	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "main/jobs: holder") {
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "main/jobs: holder") ||
+		!strings.Contains(lines[0], fmt.Sprintf("pid %d at epoch", a.pid())) || lines[1] != "  alive (liveness lock held)" {
 		t.Errorf("stdout: want the holder seen, got %q", r.stdout)
 	}
 	oneStderrLine(t, result{stderr: r.stderr})
@@ -560,8 +561,9 @@ func TestMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := cli(t, "migrate", path, "--source", src, "up")
-	if r.code != 1 || !strings.Contains(r.stderr, "migration 3 (bad) up failed") {
-		t.Fatalf("failing migration: %s", r)
+	// Issue 21, item 4: the file and the migration's file named, once each.
+	if want := "cleolease migrate: " + path + ": migration 3 (3_bad.up.sql) failed: table users already exists; database left at version 2, clean\n"; r.code != 1 || r.stderr != want {
+		t.Fatalf("failing migration: want exit 1 and\n%s\ngot %s", want, r)
 	}
 	oneStderrLine(t, r)
 	if rep := statusJSON(t, path); rep.Migrations.Version == nil || *rep.Migrations.Version != 2 || rep.Migrations.Dirty {
@@ -574,6 +576,48 @@ func TestMigrate(t *testing.T) {
 	}
 	if l := laneOf(t, statusJSON(t, path), "cleolease", "migrate"); l.Holder != nil || l.Epoch < 1 {
 		t.Errorf("the cold-open lane: %+v", l)
+	}
+}
+
+// TestMigrateCreatesTheFile (issue 21, item 4): as golang-migrate's
+// command does, an operation given --source creates a missing database
+// (through SQLite); without --source, or when the source does not open,
+// nothing is created.
+func TestMigrateCreatesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	src := "file://" + filepath.Join(dir, "migrations")
+	missing := func(name string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if r := cli(t, "migrate", p, "version"); r.code != 1 || !strings.Contains(r.stderr, p+": no such file") {
+			t.Errorf("version without --source on a missing file: %s", r)
+		}
+		if r := cli(t, "migrate", p, "--source", "file://"+filepath.Join(dir, "nope"), "up"); r.code != 1 || !strings.Contains(r.stderr, "no such file or directory") {
+			t.Errorf("up with a missing source: %s", r)
+		}
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s was created without a source", p)
+		}
+		return p
+	}
+	up := missing("up.db")
+	if r := cli(t, "migrate", up, "--source", src, "up"); r.code != 0 || !strings.Contains(r.stdout, up+": created") || !strings.Contains(r.stdout, "version 2, clean") {
+		t.Fatalf("up on a missing file: %s", r)
+	}
+	if rep := statusJSON(t, up); rep.Migrations.Version == nil || *rep.Migrations.Version != 2 {
+		t.Errorf("after up: %+v", rep.Migrations)
+	}
+	v := missing("version.db")
+	if r := cli(t, "migrate", v, "--source", src, "version"); r.code != 0 || !strings.Contains(r.stdout, "no version, clean; newest in the source 2, 2 pending") {
+		t.Fatalf("version --source on a missing file: %s", r)
+	}
+	if st, err := os.Stat(v); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("version --source did not create %s: %v", v, err)
+	}
+	nodir := filepath.Join(dir, "nodir", "x.db")
+	if r := cli(t, "migrate", nodir, "--source", src, "up"); r.code != 1 || !strings.Contains(r.stderr, "no such directory") {
+		t.Errorf("up in a missing directory: %s", r)
 	}
 }
 

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing/fstest"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
 	"github.com/spf13/cobra"
 
 	"github.com/cleocode/cleolease"
@@ -38,9 +40,11 @@ the same lease) or another 'cleolease migrate'.
             repaired a failed migration by hand); -1 records no version
 
 up, down and goto need --source (a golang-migrate source URL such as
-file://migrations). DB must exist (an empty file is an empty database).
-Unless --no-tx-wrap, each migration and its version are committed in one
-transaction, so a failed migration leaves the previous version, clean.`,
+file://migrations). Given --source, every operation creates a DB that does
+not exist (an empty database), as golang-migrate's own command does;
+without it, DB must exist. Unless --no-tx-wrap, each migration and its
+version are committed in one transaction, so a failed migration leaves the
+previous version, clean. A failure names DB and the migration's file.`,
 		Example: `  cleolease migrate app.db --source file://migrations up
   cleolease migrate app.db --source file://migrations down 1
   cleolease migrate app.db version`,
@@ -148,14 +152,8 @@ func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table string, noTxWrap bool) error {
-	if err := checkDBFile(path); err != nil {
-		return err
-	}
-	dsn, err := fileURI(path, "_busy_timeout=30000")
-	if err != nil {
-		return failf("%s: %v", path, err)
-	}
-	o := migrate.Options{DSN: dsn, Table: table, NoTxWrap: noTxWrap, Logger: slog.New(printHandler{w})}
+	o := migrate.Options{Table: table, NoTxWrap: noTxWrap, Logger: slog.New(printHandler{w})}
+	var err error
 	if src != "" {
 		if o.FS, _, err = sourceFS(src); err != nil {
 			return failf("%v", err)
@@ -163,9 +161,24 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 	} else {
 		o.FS = fstest.MapFS{} // force and version read no migration
 	}
+	if err := checkDBFile(path); err != nil {
+		// golang-migrate's command opens the database once the source
+		// has opened, and its sqlite3 driver creates a missing file:
+		// every operation given a source does the same here.
+		if src == "" || !errors.Is(err, errNoSuchFile) {
+			return err
+		}
+		if err := createDBFile(ctx, path); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: created (an empty database)\n", path)
+	}
+	if o.DSN, err = fileURI(path, "_busy_timeout=30000"); err != nil {
+		return failf("%s: %v", path, err)
+	}
 	before, err := migrate.Version(ctx, o)
 	if err != nil {
-		return sqliteFailure(path, err)
+		return migrateFailure(path, err)
 	}
 	if op.name == "version" {
 		fmt.Fprintf(w, "%s: %s\n", path, fmtVersion(before, src != ""))
@@ -173,7 +186,7 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 	}
 	// The cold-open lease lives in the file's lease engine (this creates
 	// the lease tables if the file has none yet, as a cleolease open would).
-	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: dsn})
+	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: o.DSN})
 	if err != nil {
 		return failf("%s: %v", path, err)
 	}
@@ -191,14 +204,20 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 		err = migrate.Force(ctx, o, int(op.n))
 	}
 	if err != nil {
-		if errors.Is(err, migrate.ErrDirty) && !errors.Is(err, migrate.ErrFailed) {
-			return failf("%s: dirty at version %d: a migration failed half-way; repair the schema by hand, then 'cleolease migrate %s force V'", path, before.Version, path)
+		var me *migrate.Error
+		if errors.As(err, &me) && me.Dirty && me.Err == nil {
+			what := ""
+			if me.File != "" {
+				what = " (" + me.File + ")"
+			}
+			return failf("%s: dirty at version %d%s: a migration failed half-way; repair the schema by hand, then 'cleolease migrate %s force V'",
+				path, me.Current, what, path)
 		}
-		return failf("%s: %s%s: %v", path, op.name, opArg(op), err)
+		return migrateFailure(path, err)
 	}
 	after, err := migrate.Version(ctx, o)
 	if err != nil {
-		return sqliteFailure(path, err)
+		return migrateFailure(path, err)
 	}
 	if after.Version == before.Version && after.Dirty == before.Dirty {
 		fmt.Fprintf(w, "%s: no change: %s\n", path, fmtVersion(after, src != ""))
@@ -225,9 +244,14 @@ func fmtVersion(st migrate.Status, withSource bool) string {
 	return s
 }
 
-func opArg(op migrateOp) string {
-	if op.name == "up" {
-		return ""
+// migrateFailure is a failed migration operation on path, as one line:
+// "path: migration 3 (0003_add.up.sql) failed: near "FOO": syntax error;
+// database left at version 2, clean". The command names itself, so
+// package migrate's prefix is dropped.
+func migrateFailure(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
+		return sqliteFailure(path, err) // the file, not a migration
 	}
-	return " " + strconv.FormatInt(op.n, 10)
+	return failf("%s: %s", path, strings.TrimPrefix(err.Error(), "cleolease/migrate: "))
 }
