@@ -162,28 +162,36 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	fmt.Fprintf(stdout, "\ncleolease bench: %s per measurement, synchronous=%s, %d run(s) per load and peer (medians)\n", d, sync, runs)
-	t := newTable(stdout, "load", "driver", "commits/s", "p50 ms", "p99 ms", "max ms", "errors", "fairness", "lost", "cleolease ÷")
+	printBench(stdout, out, d, sync, runs)
+	return nil
+}
+
+// printBench writes the results as a table, within width columns for the
+// figures a run gives (latency in one column: p50 / p99 / max).
+func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, runs int) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("cleolease bench: %s per measurement, synchronous=%s, %d run(s) per load and peer (medians)", d, sync, runs)))
+	t := newTable(w, "load", "driver", "commits/s", "p50 / p99 / max ms", "errors", "fairness", "lost", "cleolease ÷")
 	for _, r := range out {
 		for _, l := range r.Lines {
 			ratio := ""
 			if x, ok := r.Ratios[l.Driver]; ok {
 				ratio = fmt.Sprintf("%.2f×", x)
 			}
-			t.Append([]string{r.Workload.ID, string(l.Driver), fmtInt(int64(l.CommitsPerSec)), fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.Max),
+			t.Append([]string{r.Workload.ID, string(l.Driver), fmtInt(int64(l.CommitsPerSec)),
+				fmt.Sprintf("%s / %s / %s", fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.Max)),
 				fmtInt(l.Errors), fmt.Sprintf("%.2f", l.Fairness), fmtInt(l.LostUpdates), ratio})
 		}
 	}
 	t.Render()
-	fmt.Fprintln(stdout, "cleolease ÷: cleolease's commits/s over the peer's (txlock: BEGIN IMMEDIATE through BeginTx; flock: txlock inside a flock)")
+	fmt.Fprintln(w, wrap("", "  ", "p50 / p99 / max: latency from begin to commit. lost: lost updates. cleolease ÷: cleolease's commits/s over the peer's (txlock: BEGIN IMMEDIATE through BeginTx; flock: txlock inside a flock)"))
 	for _, r := range out {
 		for _, l := range r.Lines {
 			if l.ErrorSample != "" {
-				fmt.Fprintf(stdout, "%s %s, first error: %s\n", r.Workload.ID, l.Driver, l.ErrorSample)
+				fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s %s, first error: %s", r.Workload.ID, l.Driver, l.ErrorSample)))
 			}
 		}
 	}
-	return nil
 }
 
 // benchSample is one measurement of one peer on one load.

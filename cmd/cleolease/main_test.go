@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,7 +23,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/platform"
@@ -696,10 +696,27 @@ func TestDemo(t *testing.T) {
 	if rm.Collided && !strings.Contains(out, "the race showed on") || !rm.Collided && !strings.Contains(out, "this run missed the race") {
 		t.Errorf("the demo output does not say how the raw race went:\n%s", out)
 	}
-	for _, line := range strings.Split(out, "\n") {
-		if n := utf8.RuneCountInString(line); n > 100 && strings.ContainsAny(line, "│┌└├") {
-			t.Errorf("a table line is %d columns wide, want at most 100:\n%s", n, line)
-		}
+	// Issue 21, item 4: every line of the report and of the progress
+	// lines within width columns, also with the longest values a run can
+	// give (kept databases in a deep directory, long error samples), paths
+	// whole.
+	checkWidth(t, "demo", out)
+	checkWidth(t, "demo's progress", r.stderr)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("a-long-directory-name/", 3))
+	for i := range rep.Runs {
+		run := &rep.Runs[i]
+		run.DB = filepath.Join(deep, run.Label+".db")
+		run.WorkloadDB = filepath.Join(deep, run.Label+".workload.db")
+		run.Load.Samples = map[string]string{"locked": strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 5)}
+		run.Migrations.Samples = []string{strings.Repeat("Dirty database version 2. Fix and force version. ", 4)}
+		run.Migrations.Outcomes["failed: " + strings.Repeat("x", 80)] = 1
+	}
+	rep.Kept = true
+	b.Reset()
+	printDemo(&b, rep)
+	checkWidth(t, "demo with long values", b.String())
+	if !strings.Contains(b.String(), rep.Runs[1].DB) {
+		t.Errorf("the demo output cuts the path %s:\n%s", rep.Runs[1].DB, b.String())
 	}
 }
 
@@ -760,6 +777,23 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("cleolease over %s: %v", p, out[0].Ratios[p])
 		}
 	}
+	// Issue 21, item 4: the table and its notes within width columns, also
+	// with the widest load name and figures a run gives, and the progress
+	// lines.
+	checkWidth(t, "bench's progress", r.stderr)
+	var b bytes.Buffer
+	printBench(&b, out, 300*time.Millisecond, "NORMAL", 1)
+	wide := out[0]
+	wide.Workload.ID = "32x1-1ms"
+	wide.Lines = slices.Clone(wide.Lines)
+	for i := range wide.Lines {
+		l := &wide.Lines[i]
+		l.CommitsPerSec, l.P50, l.P99, l.Max, l.Errors = 999_999, 9*time.Millisecond, 999*time.Millisecond, 9999*time.Millisecond, 99_999
+		l.ErrorSample = strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 4)
+	}
+	printBench(&b, []benchResult{out[0], wide}, 3*time.Second, "NORMAL", 100)
+	t.Logf("\n%s", b.String())
+	checkWidth(t, "bench", b.String())
 }
 
 func TestFileURI(t *testing.T) {

@@ -38,6 +38,15 @@ func TestWrap(t *testing.T) {
 	}
 }
 
+func TestWrapLines(t *testing.T) {
+	in := "first: " + strings.Repeat("word ", 25) + "\n  second " + strings.Repeat("x", width)
+	want := "first: " + strings.TrimSpace(strings.Repeat("word ", 18)) + "\n  " + strings.TrimSpace(strings.Repeat("word ", 7)) +
+		"\n  second\n    " + strings.Repeat("x", width)
+	if got := wrapLines(in); got != want {
+		t.Errorf("wrapLines =\n%s\nwant\n%s", got, want)
+	}
+}
+
 // TestHelpWidth: the help of every command, the hidden worker included,
 // fits in width columns (issue 21, item 4).
 func TestHelpWidth(t *testing.T) {

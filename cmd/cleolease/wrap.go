@@ -38,3 +38,15 @@ func wrap(first, rest, text string) string {
 	b.WriteString(strings.TrimRight(line, " "))
 	return b.String()
 }
+
+// wrapLines wraps each line of text on its own, keeping its indentation
+// (its continuation lines two columns further in).
+func wrapLines(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		body := strings.TrimLeft(line, " ")
+		indent := line[:len(line)-len(body)]
+		lines[i] = wrap(indent, indent+"  ", body)
+	}
+	return strings.Join(lines, "\n")
+}
