@@ -709,7 +709,7 @@ func TestDemo(t *testing.T) {
 		run.WorkloadDB = filepath.Join(deep, run.Label+".workload.db")
 		run.Load.Samples = map[string]string{"locked": strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 5)}
 		run.Migrations.Samples = []string{strings.Repeat("Dirty database version 2. Fix and force version. ", 4)}
-		run.Migrations.Outcomes["failed: " + strings.Repeat("x", 80)] = 1
+		run.Migrations.Outcomes["failed: "+strings.Repeat("x", 80)] = 1
 	}
 	rep.Kept = true
 	b.Reset()
