@@ -878,7 +878,7 @@ func TestStatusNamesRegisteredWaiters(t *testing.T) {
 		t.Fatalf("lane %+v: want one waiter named by the holder, first in line, and nobody unnamed", l)
 	}
 	r := cli(t, "status", path)
-	if r.code != 0 || pidAt(r.stdout, b.pid()) < 0 || !strings.Contains(r.stdout, "named by the holder") {
+	if r.code != 0 || pidAt(r.stdout, b.pid()) < 0 || !strings.Contains(r.stdout, "no queue row yet (registered with the holder)") {
 		t.Errorf("status does not show the registered waiter %d:\n%s", b.pid(), r.stdout)
 	}
 	unlock()

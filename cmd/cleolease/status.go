@@ -48,7 +48,7 @@ A waiter writes its queue row only once SQLite's write lock is free: while
 the holder is inside a write transaction, a waiter has only registered with
 the holder (over the doorbell, a datagram). status asks each live holder for
 those registrations, so every waiter is listed whatever the holder is doing
-("named by the holder" rather than "listed by its queue row"). A holder that
+("registered with the holder" rather than a "queue row"). A holder that
 cannot answer (stopped, or built without a doorbell: cleolease_pollwake,
 Windows) leaves its waiters counted from their locks on the sidecar but
 unnamed, with a note saying why.
@@ -226,15 +226,11 @@ func printStatus(w io.Writer, rep statusReport) {
 				}
 				first := fmt.Sprintf("    %-3s ", place)
 				fmt.Fprintln(w, wrap(first, "        ", fmt.Sprintf("%s pid %d, priority %d", x.ID, x.PID, x.Priority)))
-				ticket := "no ticket yet"
-				if x.Ticket > 0 {
-					ticket = "ticket " + strconv.FormatInt(x.Ticket, 10)
+				via := "no queue row yet (registered with the holder)"
+				if x.Source != "holder" {
+					via = fmt.Sprintf("ticket %d (queue row)", x.Ticket)
 				}
-				via := "listed by its queue row"
-				if x.Source == "holder" {
-					via = "named by the holder it registered with"
-				}
-				fmt.Fprintln(w, wrap("        ", "        ", fmt.Sprintf("waiting %s, %s, %s, %s", fmtAge(x.Waited), ticket, via, aliveText(x.Alive, x.Why))))
+				fmt.Fprintln(w, wrap("        ", "        ", fmt.Sprintf("waiting %s, %s, %s", fmtAge(x.Waited), via, aliveText(x.Alive, x.Why))))
 			}
 		}
 		if l.Note != "" {

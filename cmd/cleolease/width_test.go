@@ -92,7 +92,8 @@ func TestStatusPrintWidth(t *testing.T) {
 	t.Logf("\n%s", out)
 	checkWidth(t, "status", out)
 	for _, want := range []string{id + " pid 4194304", id + "x pid 4194303", id + "y pid 17", "waiting  3 processes, 2 of them not named",
-		"holder   none (free)", "hung?", "DEAD (liveness lock released"} {
+		"holder   none (free)", "hung?", "DEAD (liveness lock released", "ticket 1099511627776 (queue row)",
+		"no queue row yet (registered with the holder)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q", want)
 		}
