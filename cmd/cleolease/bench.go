@@ -50,9 +50,9 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure cleolease against raw go-sqlite3 and against a flock per transaction",
-		Long: `bench runs the multi-process performance suite (internal/workload, the
-same loads as BenchmarkContention): each load on three peers, alternating,
-in fresh files:
+		Long: `bench runs the multi-process performance suite (the loads of the
+repository's BenchmarkContention, go test -bench Contention): each load on
+three peers, alternating, each run in a fresh file:
 
   txlock     raw go-sqlite3 through BeginTx with _txlock=immediate (BEGIN
              IMMEDIATE), WAL, synchronous=NORMAL, a 30 s busy timeout: raw
@@ -71,9 +71,10 @@ Loads (--only selects some; --scaling adds the 16- and 32-process ones):
   16x1-1ms  16 processes, 1 ms of work (scaling)
   32x1-1ms  32 processes, 1 ms of work (scaling)
 
-Columns: commits/s, latency p50/p99/max (begin to commit), errors, fairness
-(min/max commits per process), lost updates, and cleolease's commits/s over
-the peer's. With --runs N each figure is the median of N runs.`,
+Columns: commits/s, latency p50 / p99 / max (begin to commit), errors,
+fairness (min/max commits per process), lost updates, and cleolease's
+commits/s over the peer's. With --runs N each figure is the median of N
+runs.`,
 		Example: `  cleolease bench
   cleolease bench --runs 5 --duration 3s
   cleolease bench --only 8x1-1ms --scaling
@@ -108,7 +109,7 @@ the peer's. With --runs N each figure is the median of N runs.`,
 	f.IntVar(&runs, "runs", 1, "measurements per load and peer (figures are medians)")
 	f.StringSliceVar(&only, "only", nil, "run only these loads ("+workload.LoadIDs()+")")
 	f.BoolVar(&scaling, "scaling", false, "add the scaling loads (16x1-1ms, 32x1-1ms)")
-	f.StringVar(&sync, "sync", "NORMAL", "synchronous level of every peer")
+	f.StringVar(&sync, "sync", "NORMAL", "SQLite's synchronous setting for every peer: OFF, NORMAL, FULL or EXTRA")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }

@@ -64,7 +64,7 @@ ending that process (kill it) frees the database.`,
 	f := cmd.Flags()
 	f.StringVar(&scope, "scope", "", "scope of the lane (required)")
 	f.StringVar(&lane, "lane", "", "lane to release (required)")
-	f.BoolVar(&force, "force", false, "break even a holder that is provably alive")
+	f.BoolVar(&force, "force", false, "break even a holder that looks alive (see 'cleolease status')")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for SQLite's write lock")
 	f.Int64Var(&epoch, "epoch", 0, "break only if this epoch (from 'cleolease status') is still the active one")
 	return cmd

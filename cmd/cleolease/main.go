@@ -103,7 +103,11 @@ migrations run exactly once, under the cold-open lease.
 This command shows the problem and the fix (demo), inspects a file (status),
 runs migrations under the cold-open lease (migrate), releases a lane held by
 a dead or hung holder (break) and measures the driver against raw
-go-sqlite3 and against a flock around each transaction (bench).`,
+go-sqlite3 and against a flock around each transaction (bench). DB is
+always a file path, not a DSN.
+
+Exit status: 0 on success, 1 when the command failed, 2 for a usage error.
+Every error is one line on standard error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          noArgs,
