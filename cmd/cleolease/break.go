@@ -162,7 +162,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want i
 		return refuseAlive(scope, lane, h)
 	}
 	if err != nil {
-		return failf("%s: %v", path, err)
+		return leaseFailure(path, err)
 	}
 	if h == nil {
 		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: nothing broken: epoch %d is no longer active and the lane is free", scope, lane, want)))

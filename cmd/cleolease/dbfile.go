@@ -136,6 +136,26 @@ func sqliteFailure(path string, err error) error {
 	return failf("%s: %v", path, err)
 }
 
+// leaseFailure is a failure of the lease engine on path as one line,
+// without the engine's "cleolease: OP on PATH" preamble, which repeats
+// the command's name and path: "app.db: open: open app.db-cleolease: is a
+// directory".
+func leaseFailure(path string, err error) error {
+	var le *lease.Error
+	if !errors.As(err, &le) {
+		return sqliteFailure(path, err)
+	}
+	what := le.Op
+	if le.Scope != "" || le.Lane != "" {
+		what += " " + le.Scope + "/" + le.Lane
+	}
+	reason := ""
+	if le.Reason != "" {
+		reason = " (" + le.Reason + ")"
+	}
+	return failf("%s: %s: %v%s", path, what, le.Err, reason)
+}
+
 // leaseTables reports whether the file has cleolease's lease tables.
 func leaseTables(ctx context.Context, db *sql.DB) (bool, error) {
 	var n int

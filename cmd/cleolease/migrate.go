@@ -188,7 +188,7 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 	// the lease tables if the file has none yet, as a cleolease open would).
 	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: o.DSN})
 	if err != nil {
-		return failf("%s: %v", path, err)
+		return leaseFailure(path, err)
 	}
 	defer e.Close()
 	o.Engine = e

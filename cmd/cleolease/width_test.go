@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -97,5 +100,26 @@ func TestStatusPrintWidth(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status output lacks %q", want)
 		}
+	}
+}
+
+// TestLeaseFailureOneLine: a failure of the lease engine is reported as
+// "cleolease migrate: DB: OP: cause", without the engine's own
+// "cleolease: OP on PATH" preamble (here the sidecar's path is taken by a
+// directory).
+func TestLeaseFailureOneLine(t *testing.T) {
+	dir := t.TempDir()
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	path := filepath.Join(dir, "app.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(platform.SidecarPath(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "migrate", path, "--source", "file://"+filepath.Join(dir, "migrations"), "up")
+	oneStderrLine(t, result{stderr: r.stderr})
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "cleolease migrate: "+path+": open: ") || strings.Count(r.stderr, "cleolease") != 2 {
+		t.Errorf("want one line naming the command, DB and the failed open once each; got %s", r)
 	}
 }
