@@ -15,7 +15,8 @@
 // the version table), inspect.go, migrations.go (migration sources) and
 // args.go. The measurements are demo.go (with demo_migrations.go, its
 // embedded schema) and bench.go; their worker processes are worker.go,
-// their output progress.go and format.go. The workload they run, and
+// their output progress.go and format.go. wrap.go keeps every line of
+// output within 100 columns. The workload they run, and
 // BenchmarkContention with them, is internal/workload.
 package main
 
