@@ -552,10 +552,13 @@ func TestMigrate(t *testing.T) {
 		}
 	}
 	step("no version, clean; newest in the source 2, 2 pending", "version")
-	step("version 2, clean", "up")
-	step("no change", "up")
-	step("version 1, clean", "down", "1")
-	step("version 2, clean", "goto", "2")
+	step("  applied 1_users.up.sql (", "up") // each migration named by its file
+	step("no change: version 2, clean", "up")
+	step("  applied 2_email.down.sql (", "down", "1")
+	step("version 2, clean; newest in the source 2, 0 pending (was version 1, clean;", "goto", "2")
+	if r := cli(t, "migrate", path, "--source", src, "version"); !strings.Contains(r.stdout, "version 2, clean") {
+		t.Fatalf("after goto 2: %s", r)
+	}
 	// A failing migration: one line, exit 1, the previous version kept.
 	if err := os.WriteFile(filepath.Join(dir, "migrations", "3_bad.up.sql"), []byte("CREATE TABLE users (x);"), 0o644); err != nil {
 		t.Fatal(err)

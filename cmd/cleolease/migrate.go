@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -117,23 +118,37 @@ func parseMigrateOp(args []string, src string) (migrateOp, error) {
 }
 
 // printHandler prints each "migration applied" record of package migrate
-// as one line.
-type printHandler struct{ w io.Writer }
+// as one line naming the migration's file in fsys ("applied
+// 0002_email.up.sql (3ms)"), and any warning with its attributes.
+type printHandler struct {
+	w    io.Writer
+	fsys fs.FS
+}
 
 func (h printHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 func (h printHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
 func (h printHandler) WithGroup(string) slog.Handler                { return h }
 func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level > slog.LevelInfo {
-		fmt.Fprintf(h.w, "  %s\n", r.Message)
+		var attrs []string
+		r.Attrs(func(a slog.Attr) bool {
+			attrs = append(attrs, a.Key+" "+a.Value.String())
+			return true
+		})
+		msg := "warning: " + strings.TrimPrefix(r.Message, "cleolease: ")
+		if len(attrs) > 0 {
+			msg += " (" + strings.Join(attrs, ", ") + ")"
+		}
+		fmt.Fprintln(h.w, wrap("  ", "    ", msg))
 		return nil
 	}
-	var v, name, took string
+	var v uint64
+	var name, took string
 	down := false
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
 		case "version":
-			v = a.Value.String()
+			v = a.Value.Uint64()
 		case "name":
 			name = a.Value.String()
 		case "down":
@@ -147,12 +162,16 @@ func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 	if down {
 		dir = "down"
 	}
-	fmt.Fprintf(h.w, "  applied %s %s %s (%s)\n", v, name, dir, took)
+	what := sourceFile(h.fsys, v, dir)
+	if what == "" {
+		what = fmt.Sprintf("migration %d (%s) %s", v, name, dir)
+	}
+	fmt.Fprintln(h.w, wrap("  ", "    ", fmt.Sprintf("applied %s (%s)", what, took)))
 	return nil
 }
 
 func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table string, noTxWrap bool) error {
-	o := migrate.Options{Table: table, NoTxWrap: noTxWrap, Logger: slog.New(printHandler{w})}
+	o := migrate.Options{Table: table, NoTxWrap: noTxWrap}
 	var err error
 	if src != "" {
 		if o.FS, _, err = sourceFS(src); err != nil {
@@ -161,6 +180,7 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 	} else {
 		o.FS = fstest.MapFS{} // force and version read no migration
 	}
+	o.Logger = slog.New(printHandler{w: w, fsys: o.FS})
 	if err := checkDBFile(path); err != nil {
 		// golang-migrate's command opens the database once the source
 		// has opened, and its sqlite3 driver creates a missing file:
