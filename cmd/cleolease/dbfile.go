@@ -193,7 +193,7 @@ func (m migrationState) String() string {
 	case m.Version == nil:
 		return "no version recorded"
 	case m.Dirty:
-		return fmt.Sprintf("version %d, DIRTY (a migration failed half-way; fix it, then 'migrate force')", *m.Version)
+		return fmt.Sprintf("version %d, DIRTY (a migration failed half-way; repair the schema by hand, then 'cleolease migrate DB force V')", *m.Version)
 	}
 	return fmt.Sprintf("version %d, clean", *m.Version)
 }
