@@ -496,7 +496,7 @@ func TestColdOpenDirty(t *testing.T) {
 	err = db.Ping()
 	me = mgMigrationError(t, err)
 	if me.Current != 3 || !me.Dirty || !errors.Is(err, cleolease.ErrMigrationDirty) || errors.Is(err, cleolease.ErrMigrationFailed) ||
-		!strings.Contains(err.Error(), "dirty at version 3 (half)") {
+		!strings.Contains(err.Error(), "dirty at version 3 (3_half.up.sql)") || me.File != "3_half.up.sql" {
 		t.Fatalf("reopen: %v, want the dirty error naming version 3", err)
 	}
 	if v, dirty := mgVersion(t, raw); v != 3 || !dirty {
