@@ -178,6 +178,10 @@ func statusJSON(t *testing.T, path string) statusReport {
 	return rep
 }
 
+// flat is s with every run of white space one space: output wrapped to
+// width columns, compared as text.
+func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
+
 // pidAt is the index of "pid N" in a status output, -1 if it is not there.
 func pidAt(out string, pid int64) int {
 	loc := regexp.MustCompile(`\bpid ` + strconv.FormatInt(pid, 10) + `\b`).FindStringIndex(out)
@@ -350,7 +354,7 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("want exit %d, got %s", tc.code, r)
 			}
 			if tc.code == 0 {
-				if !strings.Contains(r.stdout, "Usage:") {
+				if !strings.Contains(flat(r.stdout), "Usage:") {
 					t.Errorf("no help:\n%s", r)
 				}
 				return
@@ -383,7 +387,7 @@ func TestStatusWritesNothing(t *testing.T) {
 		t.Fatal(r)
 	}
 	for _, want := range []string{"main/jobs", "(free)", "version 2, clean", "cleolease/migrate"} {
-		if !strings.Contains(r.stdout, want) {
+		if !strings.Contains(flat(r.stdout), want) {
 			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
 		}
 	}
@@ -485,14 +489,14 @@ func TestBreakKilledHolder(t *testing.T) {
 		t.Fatalf("holder = %+v, want pid %d dead", l.Holder, a.pid())
 	}
 	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs")
-	if r.code != 0 || !strings.Contains(r.stdout, "broke main/jobs") || !strings.Contains(r.stdout, "dead") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "broke main/jobs") || !strings.Contains(flat(r.stdout), "dead") {
 		t.Fatalf("break: %s", r)
 	}
 	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder != nil {
 		t.Fatalf("after break, holder = %+v", l.Holder)
 	}
 	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs")
-	if r.code != 0 || !strings.Contains(r.stdout, "nothing to break") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "nothing to break") {
 		t.Errorf("second break: %s", r)
 	}
 	d := startHolder(t, path, "jobs", 100)
@@ -528,7 +532,7 @@ func TestBreakLiveHolder(t *testing.T) {
 		t.Errorf("break of an unknown lane: %s", r)
 	}
 	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--force")
-	if r.code != 0 || !strings.Contains(r.stdout, "alive, forced") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "alive, forced") {
 		t.Fatalf("break --force: %s", r)
 	}
 	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder != nil {
@@ -547,7 +551,7 @@ func TestMigrate(t *testing.T) {
 	step := func(want string, args ...string) {
 		t.Helper()
 		r := cli(t, append([]string{"migrate", path, "--source", src}, args...)...)
-		if r.code != 0 || !strings.Contains(r.stdout, want) {
+		if r.code != 0 || !strings.Contains(flat(r.stdout), flat(want)) {
 			t.Fatalf("migrate %v: want %q in the output, got %s", args, want, r)
 		}
 	}
@@ -556,7 +560,7 @@ func TestMigrate(t *testing.T) {
 	step("no change: version 2, clean", "up")
 	step("  applied 2_email.down.sql (", "down", "1")
 	step("version 2, clean; newest in the source 2, 0 pending (was version 1, clean;", "goto", "2")
-	if r := cli(t, "migrate", path, "--source", src, "version"); !strings.Contains(r.stdout, "version 2, clean") {
+	if r := cli(t, "migrate", path, "--source", src, "version"); !strings.Contains(flat(r.stdout), "version 2, clean") {
 		t.Fatalf("after goto 2: %s", r)
 	}
 	// A failing migration: one line, exit 1, the previous version kept.
@@ -574,7 +578,7 @@ func TestMigrate(t *testing.T) {
 	}
 	step("version 1, clean", "force", "1")
 	r = cli(t, "migrate", path, "version")
-	if r.code != 0 || !strings.Contains(r.stdout, "version 1, clean") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "version 1, clean") {
 		t.Fatal(r)
 	}
 	if l := laneOf(t, statusJSON(t, path), "cleolease", "migrate"); l.Holder != nil || l.Epoch < 1 {
@@ -605,14 +609,14 @@ func TestMigrateCreatesTheFile(t *testing.T) {
 		return p
 	}
 	up := missing("up.db")
-	if r := cli(t, "migrate", up, "--source", src, "up"); r.code != 0 || !strings.Contains(r.stdout, up+": created") || !strings.Contains(r.stdout, "version 2, clean") {
+	if r := cli(t, "migrate", up, "--source", src, "up"); r.code != 0 || !strings.Contains(flat(r.stdout), up+": created") || !strings.Contains(flat(r.stdout), "version 2, clean") {
 		t.Fatalf("up on a missing file: %s", r)
 	}
 	if rep := statusJSON(t, up); rep.Migrations.Version == nil || *rep.Migrations.Version != 2 {
 		t.Errorf("after up: %+v", rep.Migrations)
 	}
 	v := missing("version.db")
-	if r := cli(t, "migrate", v, "--source", src, "version"); r.code != 0 || !strings.Contains(r.stdout, "no version, clean; newest in the source 2, 2 pending") {
+	if r := cli(t, "migrate", v, "--source", src, "version"); r.code != 0 || !strings.Contains(flat(r.stdout), "no version, clean; newest in the source 2, 2 pending") {
 		t.Fatalf("version --source on a missing file: %s", r)
 	}
 	if st, err := os.Stat(v); err != nil || !st.Mode().IsRegular() {
@@ -881,7 +885,7 @@ func TestStatusNamesRegisteredWaiters(t *testing.T) {
 		t.Fatalf("lane %+v: want one waiter named by the holder, first in line, and nobody unnamed", l)
 	}
 	r := cli(t, "status", path)
-	if r.code != 0 || pidAt(r.stdout, b.pid()) < 0 || !strings.Contains(r.stdout, "no queue row yet (registered with the holder)") {
+	if r.code != 0 || pidAt(r.stdout, b.pid()) < 0 || !strings.Contains(flat(r.stdout), "no queue row yet (registered with the holder)") {
 		t.Errorf("status does not show the registered waiter %d:\n%s", b.pid(), r.stdout)
 	}
 	unlock()
@@ -939,7 +943,7 @@ func TestMigrateSourceForms(t *testing.T) {
 		if err := os.WriteFile(path, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if r := cli(t, "migrate", path, "--source", src, "up"); r.code != 0 || !strings.Contains(r.stdout, "version 2, clean") {
+		if r := cli(t, "migrate", path, "--source", src, "up"); r.code != 0 || !strings.Contains(flat(r.stdout), "version 2, clean") {
 			t.Errorf("--source %s: %s", src, r)
 		}
 		// The driver takes the same value as _migrations (a file: URI

@@ -191,7 +191,7 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 		if err := createDBFile(ctx, path); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%s: created (an empty database)\n", path)
+		fmt.Fprintln(w, wrap("", "  ", path+": created (an empty database)"))
 	}
 	if o.DSN, err = fileURI(path, "_busy_timeout=30000"); err != nil {
 		return failf("%s: %v", path, err)
@@ -201,7 +201,7 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 		return migrateFailure(path, err)
 	}
 	if op.name == "version" {
-		fmt.Fprintf(w, "%s: %s\n", path, fmtVersion(before, src != ""))
+		fmt.Fprintln(w, wrap("", "  ", path+": "+fmtVersion(before, src != "")))
 		return nil
 	}
 	// The cold-open lease lives in the file's lease engine (this creates
@@ -240,11 +240,11 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 		return migrateFailure(path, err)
 	}
 	if after.Version == before.Version && after.Dirty == before.Dirty {
-		fmt.Fprintf(w, "%s: no change: %s\n", path, fmtVersion(after, src != ""))
+		fmt.Fprintln(w, wrap("", "  ", path+": no change: "+fmtVersion(after, src != "")))
 		return nil
 	}
-	fmt.Fprintf(w, "%s: %s (was %s; %s under the cold-open lease)\n", path, fmtVersion(after, src != ""),
-		fmtVersion(migrate.Status{Version: before.Version, Dirty: before.Dirty}, false), fmtAge(time.Since(start)))
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s: %s (was %s; %s under the cold-open lease)", path, fmtVersion(after, src != ""),
+		fmtVersion(migrate.Status{Version: before.Version, Dirty: before.Dirty}, false), fmtAge(time.Since(start)))))
 	return nil
 }
 
