@@ -799,6 +799,19 @@ func TestBenchSmoke(t *testing.T) {
 		l.ErrorSample = strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 4)
 	}
 	printBench(&b, []benchResult{out[0], wide}, 3*time.Second, "NORMAL", 100)
+	if !strings.Contains(b.String(), "│ 32x1-1ms │ cleolease │ 999,999") {
+		t.Errorf("the widest realistic figures are no longer a table:\n%s", b.String())
+	}
+	// Figures no run gives: the table would not fit, so a block per line.
+	huge := wide
+	huge.Lines = slices.Clone(wide.Lines)
+	for i := range huge.Lines {
+		huge.Lines[i].Errors, huge.Lines[i].LostUpdates, huge.Lines[i].Max = 1_234_567_890, 1_234_567_890, 123*time.Hour
+	}
+	printBench(&b, []benchResult{huge}, 3*time.Second, "NORMAL", 1)
+	if !strings.Contains(flat(b.String()), "32x1-1ms txlock: commits/s 999,999, p50 / p99 / max ms 9.00 / 999 / 442800000, errors 1,234,567,890") {
+		t.Errorf("figures too wide for the table are not listed per line:\n%s", b.String())
+	}
 	t.Logf("\n%s", b.String())
 	checkWidth(t, "bench", b.String())
 }

@@ -50,3 +50,12 @@ func wrapLines(text string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// widest is the width of text's widest line, in columns.
+func widest(text string) int {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		n = max(n, utf8.RuneCountInString(line))
+	}
+	return n
+}
