@@ -168,8 +168,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 }
 
 // printBench writes the results as a table (latency in one column: p50 /
-// p99 / max), or, when figures too large for it would make the table wider
-// than width, as a block of lines per load and peer.
+// p99 / max; see printTable for figures too large for it).
 func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, runs int) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("cleolease bench: %s per measurement, synchronous=%s, %d run(s) per load and peer (medians)", d, sync, runs)))
@@ -186,25 +185,7 @@ func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, ru
 				fmtInt(l.Errors), fmt.Sprintf("%.2f", l.Fairness), fmtInt(l.LostUpdates), ratio})
 		}
 	}
-	var b strings.Builder
-	t := newTable(&b, anySlice(header)...)
-	for _, row := range rows {
-		t.Append(row)
-	}
-	t.Render()
-	if widest(b.String()) <= width {
-		fmt.Fprint(w, b.String())
-	} else {
-		for _, row := range rows {
-			var parts []string
-			for i, cell := range row[2:] {
-				if cell != "" {
-					parts = append(parts, header[i+2]+" "+cell)
-				}
-			}
-			fmt.Fprintln(w, wrap("", "    ", row[0]+" "+row[1]+": "+strings.Join(parts, ", ")))
-		}
-	}
+	printTable(w, header, rows, 2)
 	fmt.Fprintln(w, wrap("", "  ", "p50 / p99 / max: latency from begin to commit. lost: lost updates. cleolease ÷: cleolease's commits/s over the peer's (txlock: BEGIN IMMEDIATE through BeginTx; flock: txlock inside a flock)"))
 	for _, r := range out {
 		for _, l := range r.Lines {
@@ -213,15 +194,6 @@ func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, ru
 			}
 		}
 	}
-}
-
-// anySlice converts ss for tablewriter's header.
-func anySlice(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
 }
 
 // benchSample is one measurement of one peer on one load.

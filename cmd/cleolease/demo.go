@@ -412,12 +412,12 @@ func printDemo(w io.Writer, rep demoReport) {
 	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", strings.Replace(opMix(cl.Load.Ops), " (", "\n             (", 1))
 
 	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("Start-up migrations (%s), all %d processes at once — applications per migration:", cl.Migrations.Set, rep.Workers)))
-	mt := newTable(w, "migration", raw.Label, cl.Label)
+	var mrows [][]string
 	for i, v := range cl.Migrations.Versions {
 		r := raw.Migrations.Versions[i]
-		mt.Append([]string{v.Name, applied(r.Applications), applied(v.Applications)})
+		mrows = append(mrows, []string{v.Name, applied(r.Applications), applied(v.Applications)})
 	}
-	mt.Render()
+	printTable(w, []string{"migration", raw.Label, cl.Label}, mrows, 1)
 	fmt.Fprintln(w, wrapLines(raceNote(raw)))
 
 	fmt.Fprintln(w)

@@ -717,12 +717,14 @@ func TestDemo(t *testing.T) {
 		run.Load.Samples = map[string]string{"locked": strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 5)}
 		run.Migrations.Samples = []string{strings.Repeat("Dirty database version 2. Fix and force version. ", 4)}
 		run.Migrations.Outcomes["failed: "+strings.Repeat("x", 80)] = 1
+		run.Migrations.Versions = slices.Clone(run.Migrations.Versions)
+		run.Migrations.Versions[0].Name = "001_" + strings.Repeat("a_long_migration_name_", 4)
 	}
 	rep.Kept = true
 	b.Reset()
 	printDemo(&b, rep)
 	checkWidth(t, "demo with long values", b.String())
-	if !strings.Contains(b.String(), rep.Runs[1].DB) {
+	if !strings.Contains(b.String(), rep.Runs[1].DB) || !strings.Contains(flat(b.String()), rep.Runs[1].Migrations.Versions[0].Name+": raw go-sqlite3 ") {
 		t.Errorf("the demo output cuts the path %s:\n%s", rep.Runs[1].DB, b.String())
 	}
 }
