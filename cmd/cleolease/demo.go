@@ -421,8 +421,8 @@ func printDemo(w io.Writer, rep demoReport) {
 	fmt.Fprintln(w, wrapLines(raceNote(raw)))
 
 	fmt.Fprintln(w)
-	t := newTable(w, "", raw.Label, cl.Label)
-	row := func(label string, f func(r demoRun) string) { t.Append([]string{label, f(raw), f(cl)}) }
+	var rows [][]string
+	row := func(label string, f func(r demoRun) string) { rows = append(rows, []string{label, f(raw), f(cl)}) }
 	lease := func(f func(c *workload.LeaseCounters) int64) func(r demoRun) string {
 		return func(r demoRun) string {
 			if r.Load.Lease == nil {
@@ -463,7 +463,7 @@ func printDemo(w io.Writer, rep demoReport) {
 	row("integrity / FK violations", func(r demoRun) string {
 		return fmt.Sprintf("%s / %d", r.Check.Integrity, r.Check.FKViolations)
 	})
-	t.Render()
+	printTable(w, []string{"", raw.Label, cl.Label}, rows, 1)
 	fmt.Fprintf(w, "¹ counters checked against the rows they count; audit rows against acknowledged commits\n")
 	fmt.Fprintf(w, "  (raw %s for %s, cleolease %s for %s)\n", fmtInt(raw.Check.AuditRows), fmtInt(raw.Check.Acknowledged),
 		fmtInt(cl.Check.AuditRows), fmtInt(cl.Check.Acknowledged))

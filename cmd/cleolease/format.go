@@ -54,7 +54,7 @@ func fmtLanded(f workload.Figures) string {
 	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.LandP50), fmtMS(f.LandP99), fmtMS(f.LandMax))
 }
 
-// newTable is a table with the given header, for the demo and bench.
+// newTable is a table with the given header (see printTable).
 func newTable(w io.Writer, header ...any) *tablewriter.Table {
 	t := tablewriter.NewTable(w,
 		tablewriter.WithHeaderAutoFormat(tw.Off),
