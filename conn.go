@@ -22,9 +22,10 @@ type leaseConn struct {
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
 
-	classes     map[string]class // per-connection cache of classify results
-	stmtClasses map[string]class // the same for prepared statements (stmtClass)
-	fence       *sqlite3.SQLiteStmt
+	classes     map[string]class    // per-connection cache of classify results
+	stmtClasses map[string]class    // the same for prepared statements (stmtClass)
+	fence       *sqlite3.SQLiteStmt // the fencing check, prepared (fenceQuerier)
+	fenceSQL    string              // its text
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
 }
@@ -180,8 +181,14 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 
 // ResetSession refuses to hand out again a connection left inside a
 // transaction (a hand-written BEGIN never committed): database/sql then
-// discards it, which rolls that transaction back.
+// discards it, which rolls that transaction back. A private database's
+// connection is handed out as it is, as go-sqlite3's (which has no
+// ResetSession) would be: it takes no lease, and discarding it would
+// discard the database.
 func (lc *leaseConn) ResetSession(ctx context.Context) error {
+	if lc.c.private {
+		return nil
+	}
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
 		return driver.ErrBadConn
 	}

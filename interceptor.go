@@ -72,9 +72,14 @@ func (i interceptor) ConnectorConnect(ctx context.Context, connect driver.Connec
 
 // ConnBeginTx refuses the isolation levels SQLite does not provide (it
 // offers only serializable transactions), which go-sqlite3 would ignore
-// (mattn/go-sqlite3#685). database/sql's pre-context Begin bypasses the
+// (mattn/go-sqlite3#685), except on a private database, which behaves as
+// with go-sqlite3. database/sql's pre-context Begin bypasses the
 // interceptor, but it always asks for the default level.
 func (i interceptor) ConnBeginTx(ctx context.Context, conn driver.ConnBeginTx, opts driver.TxOptions) (context.Context, driver.Tx, error) {
+	if i.c.private {
+		tx, err := conn.BeginTx(ctx, opts)
+		return ctx, tx, err
+	}
 	switch sql.IsolationLevel(opts.Isolation) {
 	case sql.LevelDefault, sql.LevelSerializable:
 	default:

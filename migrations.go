@@ -182,7 +182,7 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 			Table:     c.cfg.MigrationsTable,
 			NoTxWrap:  c.cfg.MigrationsNoTxWrap,
 			Engine:    leaseEng,
-			Logger:    c.cfg.Logger,
+			Logger:    c.log,
 		}
 		go func() {
 			if prev != nil {

@@ -100,6 +100,9 @@ type laneRead struct {
 func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, locks platform.Locks,
 	ask func([]holderQuery) (map[laneKey]*holderAnswer, string)) ([]LaneStatus, error) {
 	rows, err := readLanes(ctx, db)
+	if missingTable(err) {
+		return []LaneStatus{}, nil // dropped: no lane has a row (the next write recreates them)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +298,7 @@ func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64,
 		// If the broken holder is this very process, forget the row.
 		l := e.lane(scope, lane)
 		if g := l.currentRow(); g != nil && g.epoch == out.Epoch && out.ID == e.holderID {
-			l.markLost(g, "broken administratively")
+			l.markLost(g, "the lane was broken administratively (Break)")
 		}
 	}
 	return out, err
