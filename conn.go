@@ -21,11 +21,14 @@ type leaseConn struct {
 	*sqlite3.SQLiteConn
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
+	// readOnly: SQLite opened the database read-only (readonly.go), so
+	// writes take no lease and fail with SQLite's own error.
+	readOnly bool
+	dsn      string // the DSN go-sqlite3 opened this connection with
 
-	classes     map[string]class    // per-connection cache of classify results
-	stmtClasses map[string]class    // the same for prepared statements (stmtClass)
-	fence       *sqlite3.SQLiteStmt // the fencing check, prepared (fenceQuerier)
-	fenceSQL    string              // its text
+	classes     map[string]class               // per-connection cache of classify results
+	stmtClasses map[string]class               // the same for prepared statements (stmtClass)
+	fence       map[string]*sqlite3.SQLiteStmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
 }
@@ -39,7 +42,7 @@ func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leas
 	if err := lc.fileCheck(); err != nil {
 		return class{}, false, err
 	}
-	if !lc.c.leased() {
+	if !lc.leased() {
 		return class{}, false, nil
 	}
 	inTx := lc.tx != nil
@@ -167,7 +170,7 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
 	}
-	if lc.c.leased() && refusesLocking(query) {
+	if lc.leased() && refusesLocking(query) {
 		return nil, ErrExclusiveLocking
 	}
 	st, err := lc.SQLiteConn.PrepareContext(ctx, query)
@@ -178,6 +181,10 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	k := lc.stmtClass(query, s)
 	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
 }
+
+// leased reports whether writes on this connection take the lease: the
+// connector's writes do and SQLite opened the database writable.
+func (lc *leaseConn) leased() bool { return lc.c.leased() && !lc.readOnly }
 
 // ResetSession refuses to hand out again a connection left inside a
 // transaction (a hand-written BEGIN never committed): database/sql then
@@ -218,8 +225,8 @@ func (lc *leaseConn) Close() error {
 	if lc.tx != nil {
 		lc.tx.end()
 	}
-	if lc.fence != nil {
-		lc.fence.Close()
+	for _, st := range lc.fence {
+		st.Close()
 	}
 	lc.closed = true
 	return lc.SQLiteConn.Close()

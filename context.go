@@ -150,6 +150,10 @@ func connectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 			return nil, err
 		}
 		conn.Close()
+		if d.c.Engine() == nil {
+			// SQLite opened the file read-only: no engine (readonly.go).
+			return nil, fmt.Errorf("%w: SQLite opened this database read-only", ErrNoLease)
+		}
 	}
 	return d.c, nil
 }

@@ -75,9 +75,10 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 type Connector struct {
 	cfg      *Config
 	dsn      string // what go-sqlite3 receives: SQLiteDSN plus defaults
+	roDSN    string // dsn without the journal-mode default (readonly.go)
 	path     string
 	memory   bool
-	readOnly bool
+	readOnly bool // the DSN opens read-only (mode=ro, immutable=1, _query_only)
 	private  bool // a private database: no lease, exactly go-sqlite3 (Config.private)
 	drv      *Driver
 	base     *sqlite3.SQLiteDriver
@@ -92,6 +93,9 @@ type Connector struct {
 	// holders from another boot or host are never judged dead here.
 	remoteHolders bool
 	fsErr         error // its decision: nil or a *NetworkFSError
+	// pendingChecked: a read-only connection looked for pending
+	// migrations (warnPendingReadOnly).
+	pendingChecked bool
 }
 
 var _ driver.Connector = (*Connector)(nil)
@@ -104,7 +108,7 @@ func NewConnector(cfg Config) (*Connector, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), base: c.BaseDriver, log: newLogger(c)}
+	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), roDSN: c.sqliteDSN(false), base: c.BaseDriver, log: newLogger(c)}
 	conn.path, conn.memory, conn.readOnly = c.location()
 	conn.private = c.private()
 	if conn.base == nil {
@@ -137,7 +141,9 @@ func (c *Connector) Driver() driver.Driver { return c.drv }
 // Connect opens a connection. The first connect to a file in this process
 // also opens the file's lease engine (creating the lease tables); a
 // private database (Config.private) gets none and is opened exactly as
-// go-sqlite3 opens it. Errors: a *NetworkFSError (before anything is
+// go-sqlite3 opens it, and so does a file SQLite opened read-only
+// (readonly.go): such a connection takes no lease, runs no migrations and
+// creates nothing. Errors: a *NetworkFSError (before anything is
 // opened or created) when the database's directory is on a network
 // filesystem and Config.NetworkFS does not allow it, ErrFileChanged when
 // the path now names another file than the one the engine was opened on,
@@ -164,6 +170,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, errors.New("cleolease: internal error: sqlmw did not route the connect through the interceptor")
 	}
+	if slot.lc.readOnly || c.readOnly {
+		c.warnPendingReadOnly(ctx, slot.lc.dsn)
+		return &outerConn{mw: conn, inner: slot.lc}, nil
+	}
 	if err := c.ensureEngine(ctx); err != nil {
 		conn.Close()
 		return nil, sqliteFileError(err)
@@ -176,7 +186,8 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // leased reports whether writes through this connector take the lease:
-// not in mode off, not read-only, not on a private database.
+// not in mode off, not read-only, not on a private database (nor on a
+// connection SQLite opened read-only: leaseConn.leased).
 func (c *Connector) leased() bool {
 	return c.cfg.Mode != ModeOff && !c.readOnly && !c.private
 }

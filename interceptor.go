@@ -24,7 +24,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 
-	"github.com/mattn/go-sqlite3"
 	"github.com/ngrok/sqlmw"
 )
 
@@ -35,11 +34,11 @@ import (
 type innerDriver struct{ c *Connector }
 
 func (d *innerDriver) Open(dsn string) (driver.Conn, error) {
-	sc, err := d.c.base.Open(dsn)
+	sc, readOnly, used, err := d.c.openSQLite(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &leaseConn{SQLiteConn: sc.(*sqlite3.SQLiteConn), c: d.c}, nil
+	return &leaseConn{SQLiteConn: sc, c: d.c, readOnly: readOnly, dsn: used}, nil
 }
 
 // interceptor is cleolease's sqlmw interceptor. The lease work itself lives

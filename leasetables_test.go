@@ -318,3 +318,46 @@ func TestLeaseTablesDroppedByAnotherTool(t *testing.T) {
 		t.Fatalf("epoch %d after the drop, want above %d", after, before)
 	}
 }
+
+// TestDropLeaseTablesWhileAnotherProcessWaits: the transaction that drops
+// the lease tables commits while another process waits for the lane, and
+// that process then takes it, at a higher epoch.
+func TestDropLeaseTablesWhileAnotherProcessWaits(t *testing.T) {
+	path, _ := newFile(t)
+	dsn := "file:" + path
+	db := openLeased(t, dsn)
+	ctx := context.Background()
+	before := leaseEpoch(t, db)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startChild(t, "lt-write", dsn, proctest.GoraceNoExitSleep())
+	eventually(t, "the other process to wait for the lane", func() bool {
+		st, err := cleolease.Status(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range st {
+			if l.Scope == "main" && l.Lane == "default" && l.Waiting > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	for _, q := range []string{`DROP TABLE _writer_leases`, `DROP TABLE _writer_queue`, `INSERT INTO counter VALUES (2, 0)`} {
+		if _, err := tx.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	there, err := strconv.ParseInt(c.expect("EPOCH"), 10, 64)
+	if err != nil || there <= before {
+		t.Fatalf("the waiting process's epoch %d (%v), want above %d", there, err, before)
+	}
+	if err := c.Cmd.Wait(); err != nil {
+		t.Fatalf("the other process: %v", err)
+	}
+}

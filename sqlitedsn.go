@@ -434,15 +434,21 @@ var sqliteDefaults = []struct {
 // sqliteDSNWithDefaults returns SQLiteDSN followed by the default
 // go-sqlite3 parameters it does not set itself under any alias:
 // _busy_timeout=30000, _journal_mode=WAL (not for read-only or in-memory
-// databases), _synchronous=NORMAL and _foreign_keys=1. A parameter the DSN
-// gives, even with an empty value, is left to the DSN. The caller's bytes
+// databases; a connection SQLite opens read-only drops it, readonly.go),
+// _synchronous=NORMAL and _foreign_keys=1. A parameter the DSN gives, even
+// with an empty value, is left to the DSN. The caller's bytes
 // are kept; the defaults are appended after '?' or '&'. go-sqlite3 v1.14.53
 // reads these parameters from the query of both plain paths (whose query it
 // then strips before calling SQLite) and "file:" URIs (which SQLite gets
 // whole and whose unknown parameters it ignores). An empty DSN, or one
 // whose path before '?' is empty (go-sqlite3 would not read its query), is
 // returned unchanged.
-func (c *Config) sqliteDSNWithDefaults() string {
+func (c *Config) sqliteDSNWithDefaults() string { return c.sqliteDSN(true) }
+
+// sqliteDSN returns SQLiteDSN with the defaults, the on-disk ones
+// (_journal_mode=WAL) only when onDisk: sqliteDSN(false) is what a
+// connection that SQLite opens read-only gets (readonly.go).
+func (c *Config) sqliteDSN(onDisk bool) string {
 	dsn := c.SQLiteDSN
 	if dsn == "" || dsn[0] == '?' {
 		return dsn
@@ -468,7 +474,7 @@ func (c *Config) sqliteDSNWithDefaults() string {
 		if slices.ContainsFunc(d.aliases, func(a string) bool { return set[a] }) {
 			continue
 		}
-		if d.onDisk && (memory || readOnly) {
+		if d.onDisk && (!onDisk || memory || readOnly) {
 			continue
 		}
 		b.WriteString(sep)

@@ -24,7 +24,7 @@ import (
 // (interceptor.go). On a connection already inside a
 // transaction, SQLite's own error comes back, as from go-sqlite3.
 func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if lc.c.private || (!lc.c.leased() && !opts.ReadOnly) {
+	if lc.c.private || (!lc.leased() && !opts.ReadOnly) {
 		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {

@@ -195,25 +195,27 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 	return nil
 }
 
-// fenceQuerier serves the fencing checks from a statement prepared once
-// per connection: they run one query text for every hold of an engine, and
-// a connection belongs to one connector, so to one engine. Another text
-// (what a failed check reads to name the cause) is prepared each time.
+// fenceQuerier serves the fencing checks from statements prepared once
+// per connection: they send the same few query texts for every hold of an
+// engine (see lease.Hold.Fence), and a connection belongs to one
+// connector, so to one engine.
 type fenceQuerier struct{ lc *leaseConn }
 
 func (f fenceQuerier) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	lc := f.lc
-	if lc.fence == nil {
-		st, err := lc.SQLiteConn.PrepareContext(ctx, query)
+	st := lc.fence[query]
+	if st == nil {
+		ps, err := lc.SQLiteConn.PrepareContext(ctx, query)
 		if err != nil {
 			return nil, err
 		}
-		lc.fence, lc.fenceSQL = st.(*sqlite3.SQLiteStmt), query
+		st = ps.(*sqlite3.SQLiteStmt)
+		if lc.fence == nil {
+			lc.fence = map[string]*sqlite3.SQLiteStmt{}
+		}
+		lc.fence[query] = st
 	}
-	if query != lc.fenceSQL {
-		return lc.SQLiteConn.QueryContext(ctx, query, args)
-	}
-	return lc.fence.QueryContext(ctx, args)
+	return st.QueryContext(ctx, args)
 }
 
 func releaseHold(h *lease.Hold) {

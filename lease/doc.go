@@ -74,7 +74,10 @@
 // stepped back (by more than the time since the last grant; within one
 // process the high-water mark covers even that); across hosts, when their
 // clocks differ by less than the time between the last grant of one and
-// the first of the other. See epochFloor in recreate.go.
+// the first of the other. A grant that finds the lane's row is not
+// floored: a copy of the file that missed the last grants (a LiteFS
+// replica promoted before they arrived) hands out its row's epoch + 1. See
+// epochFloor in recreate.go.
 //
 // The operating-system mechanisms — liveness locks, the datagram doorbell,
 // file and process watches, process and file identity — live in

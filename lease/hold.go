@@ -103,11 +103,10 @@ const fenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND 
 // passes (it has nothing to fence). Fence alone cannot tell a row this very
 // transaction removed (a user dropping the lease tables) from a lost lease:
 // callers that can run a check right after their BEGIN IMMEDIATE use
-// FenceBegin and Fencing.Check instead. Fence sends q one query text for
-// every Hold of an Engine (with four or five positional arguments), so q
-// may prepare the first query it receives once per connection and run that
-// statement for every later call (a failed check sends a second text, see
-// whyGone).
+// FenceBegin and Fencing.Check instead. The checks send q the same few
+// query texts for every Hold of an Engine (fenceSQL, fenceRefreshSQL under
+// StealAfterTTL, and goneSQL after a failed check), so q may keep each
+// prepared once per connection.
 func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	return (&Fencing{h: h}).check(ctx, q, false)
 }
@@ -160,7 +159,7 @@ func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fenc
 		f.lost = h.lostErr("commit")
 		return f, true, nil
 	}
-	held, err := h.fenceRead(ctx, q)
+	held, err := h.fenceRead(ctx, q, false)
 	switch {
 	case err != nil && !missingTable(err):
 		f.lost = err
@@ -202,7 +201,7 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 	if err := h.l.e.fault("fence"); err != nil {
 		return err
 	}
-	held, err := h.fenceRead(ctx, q)
+	held, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
 	switch {
 	case held:
 		return nil
@@ -232,10 +231,13 @@ func (f *Fencing) Committed() {
 
 // fenceRead runs the fencing query on q: held reports that (holder, epoch)
 // is the active row of the lane. A missing lease table is an error
-// (missingTable).
-func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext) (held bool, err error) {
+// (missingTable). With refresh (the check before COMMIT under the
+// TTL-steal policy) it also refreshes heartbeat_at: once per transaction,
+// the one write of the lease row a user's update hook on that connection
+// sees.
+func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh bool) (held bool, err error) {
 	query, args := fenceSQL, h.fenceArgs()
-	if h.l.e.opts.StealAfterTTL {
+	if refresh {
 		// Under the TTL-steal policy a long transaction would end with a
 		// stale heartbeat; refresh it in the same transaction as the data.
 		query, args = fenceRefreshSQL, []driver.NamedValue{

@@ -59,8 +59,10 @@ type LaneStatus struct {
 	Waiters []WaiterStatus `json:"waiters"`
 	// Waiting counts the processes that announce in the liveness locks
 	// that they wait for the lane, named in Waiters or not; -1 when it
-	// cannot be told (no liveness locks). At most 1,000. Engine.Status
-	// does not count the calling process's own waiter.
+	// cannot be told (the platform, or the engine, keeps no liveness
+	// locks). At most 1,000. Engine.Status does not count the calling
+	// process's own waiter; Inspect counts 0 when the liveness locks'
+	// files do not exist (no process has the database open).
 	Waiting int `json:"waiting"`
 	// Unnamed counts the waiting processes Waiters does not name.
 	Unnamed int `json:"unnamed"`

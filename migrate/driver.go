@@ -183,7 +183,7 @@ func (s *step) migration() (v uint, down bool) {
 // left dirty at s.to; otherwise it is at s.from, clean.
 func (d *dbDriver) failure(s *step, cause error, dirty bool) error {
 	v, down := s.migration()
-	e := &Error{Op: d.r.op, Version: v, Name: d.r.name(v, !down), Down: down, Current: s.from, Err: cause}
+	e := &Error{Op: d.r.op, Version: v, Name: d.r.name(v, !down), File: d.r.file(v, !down), Down: down, Current: s.from, Err: cause}
 	if dirty {
 		e.Dirty, e.Current = true, s.to
 	}

@@ -730,8 +730,44 @@ func (r *runner) dirtyErr(v int) error {
 	e := &Error{Op: r.op, Version: uint(max(v, 0)), Current: v, Dirty: true}
 	if v >= 0 {
 		e.Name = r.name(uint(v), true)
+		if e.File = r.file(uint(v), true); e.File == "" {
+			e.File = r.file(uint(v), false)
+		}
 	}
 	return e
+}
+
+// file is the name of migration v's up (or down) file in the source, read
+// from its listing: Options.FS, or the directory of a file:// SourceURL
+// (golang-migrate's file driver's reading of the URL). "" for other
+// sources, and when there is no such file.
+func (r *runner) file(v uint, up bool) string {
+	fsys := r.o.FS
+	if fsys == nil {
+		u, err := url.Parse(r.o.SourceURL)
+		if err != nil || u.Scheme != "file" {
+			return ""
+		}
+		dir := u.Opaque
+		if dir == "" {
+			dir = u.Host + u.Path
+		}
+		fsys = os.DirFS(dir)
+	}
+	ents, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return ""
+	}
+	want := source.Up
+	if !up {
+		want = source.Down
+	}
+	for _, e := range ents {
+		if m, err := source.Parse(e.Name()); err == nil && m.Version == v && m.Direction == want {
+			return e.Name()
+		}
+	}
+	return ""
 }
 
 // name is the identifier of migration v in the source ("" if unknown).
