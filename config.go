@@ -26,6 +26,9 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return "cleolease: " + e.Reason
+	}
 	if e.Value == "" {
 		return fmt.Sprintf("cleolease: Config.%s: %s", e.Field, e.Reason)
 	}

@@ -55,12 +55,19 @@
 //
 // # Config
 //
-// NewConnector and OpenDB take a Config instead of a DSN, for what a DSN
+// OpenDB and NewConnector take a *Config instead of a DSN, for what a DSN
 // cannot carry: a migrations fs.FS or a Migrator, a *slog.Logger, a base
-// *sqlite3.SQLiteDriver (extensions, ConnectHook) and a clock. In a Config
-// literal, fields left at zero take the defaults above; to set Wait,
-// Priority, Slice or Linger to an explicit zero, start from NewConfig. A
-// bad field is a *ConfigError naming it.
+// *sqlite3.SQLiteDriver (extensions, ConnectHook) and a clock:
+//
+//	cfg := cleolease.NewConfig() // every field at its default, explicitly
+//	cfg.SQLiteDSN = "file:app.db"
+//	cfg.Logger = slog.Default()
+//	db, err := cleolease.OpenDB(cfg)
+//
+// In a Config literal (&cleolease.Config{SQLiteDSN: "file:app.db"}), fields
+// left at zero take the defaults above; to set Wait, Priority, Slice or
+// Linger to an explicit zero, start from NewConfig. A bad field is a
+// *ConfigError naming it.
 //
 // # Which writes take the lease
 //
