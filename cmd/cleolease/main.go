@@ -10,6 +10,9 @@
 // Exit status: 0 on success, 1 when the command failed, 2 for a usage error.
 // Every error is one line on standard error.
 //
+//snippet:nocompile cleolease
+package main
+
 // Where things are: the operational commands are status.go, break.go and
 // migrate.go, with what they share in dbfile.go (opening a file read-only,
 // the version table), inspect.go, migrations.go (migration sources) and
@@ -17,7 +20,6 @@
 // embedded schema) and bench.go; their worker processes are worker.go,
 // their output progress.go and format.go. The workload they run, and
 // BenchmarkContention with them, is internal/workload.
-package main
 
 import (
 	"context"
