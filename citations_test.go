@@ -14,7 +14,7 @@ import (
 // repository (the design and research notes the project started from). A
 // comment must send its reader only to files of the repository or to
 // public sources.
-var privateCitation = regexp.MustCompile(`DESIGN\b|\blease-anchors\b|\bstyle-anchors\b|\bcleo-lease-spec\b|\bresearch/|\bseeds/`)
+var privateCitation = regexp.MustCompile(`DESIGN\b|\blease-anchors\b|\bstyle-anchors\b|\bcleo-lease-spec\b|\bresearch/|\bseeds/|\bshared/tools\b|/work/shared\b`)
 
 // TestCommentsCiteOnlyReachableDocuments scans the comments of every .go
 // file of the repository (every module in it) for such references.

@@ -34,24 +34,22 @@
 //
 //   - _lease_lane (default): lane of writes whose context names none (WithLane)
 //   - _lease_linger (100ms): how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues
-//   - _lease_mode (local): `off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.
-//   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. `_lease_mode=off` and read-only opens are never refused.
-//   - _lease_priority (100): queue priority, **lower is served first** (WithPriority overrides it per call)
+//   - _lease_mode (local): off: pure pass-through, no lease tables. local: after _lease_wait, proceed without the lease (a degraded grant: logged at warning level and counted; never caused by a cancelled context). require: after _lease_wait, fail with ErrLeaseUnavailable.
+//   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with *NetworkFSError; allow opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. _lease_mode=off and read-only opens are never refused.
+//   - _lease_priority (100): queue priority, lower is served first (WithPriority overrides it per call)
 //   - _lease_scope (main): scope of writes whose context names none (WithLane)
-//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
-//   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO
+//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar <db>-cleolease, or the portable tier's <db>-cleolease.d), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
+//   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; 0 is strict FIFO
 //   - _lease_steal_after_ttl (false): opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.
-//   - _lease_ttl (30s): written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).
-//   - _lease_wait (30s): longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
-//   - _migrations (none): golang-migrate source URL (`file://dir`); a directory path, if the value has a path separator or starts with `.` (`./migrations`, `/srv/app/migrations`; relative to the working directory); otherwise a name registered with `RegisterMigrations` or `RegisterMigrator`. `cleolease migrate --source` reads a value the same way.
-//   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own `BEGIN`/`COMMIT` or `PRAGMA`s)
+//   - _lease_ttl (30s): written to ttl_ms; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless _lease_steal_after_ttl).
+//   - _lease_wait (30s): longest wait for a grant before degrade (local) or error (require); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
+//   - _migrations (none): golang-migrate source URL (file://dir); a directory path, if the value has a path separator or starts with "." (./migrations, /srv/app/migrations; relative to the working directory); otherwise a name registered with RegisterMigrations or RegisterMigrator. cleolease migrate --source reads a value the same way.
+//   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own BEGIN/COMMIT or PRAGMAs)
 //   - _migrations_table (schema_migrations): golang-migrate version table
 //
 // Refused at sql.Open, because no lease can work under them:
 // _locking_mode=EXCLUSIVE, nolock=1 and the lockless VFSes (unix-none,
-// win32-none, unix-excl), unless _lease_mode=off; and a private database
-// (":memory:", an empty file name), which differs on every pooled
-// connection (ErrPrivateMemory; use "file::memory:?cache=shared").
+// win32-none, unix-excl), unless _lease_mode=off.
 //
 // # Config
 //
@@ -118,9 +116,9 @@
 // sql.Conn.Raw hands its callback a value implementing Conn, whose
 // SQLiteConn method returns the *sqlite3.SQLiteConn (backup, RegisterFunc,
 // hooks). Writes issued directly on it bypass the lease and the fencing.
-//
-// # How it is built
-//
+package cleolease
+
+// How it is built, for maintainers (go doc does not show this comment):
 // database/sql holds an outer connection (Raw access) over sqlmw's
 // connection, whose interceptor (interceptor.go) checks the database file's
 // identity on Ping and returns the opened connection to Connect; under it
@@ -128,4 +126,3 @@
 // and runs every leased write through one mechanism, leasedWrite
 // (write.go). The lease engine is package lease; its OS mechanisms are in
 // internal/platform.
-package cleolease

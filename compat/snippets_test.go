@@ -235,6 +235,10 @@ func docSnippets(fset *token.FileSet, src []byte, cg *ast.CommentGroup) (snips [
 
 // packageDocSnippets returns the code blocks of the doc comments go doc
 // shows (package docs, exported declarations) of every package under root.
+//
+// The prose of those comments must be Go doc-comment syntax, which go doc
+// shows as it stands: a backtick or a Markdown "**" outside a code block is
+// a problem too.
 func packageDocSnippets(t *testing.T, root string) (snips []snippet, problems []string) {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -290,6 +294,7 @@ func packageDocSnippets(t *testing.T, root string) (snips []snippet, problems []
 		for _, cg := range groups {
 			s, p := docSnippets(fset, src, cg)
 			snips, problems = append(snips, s...), append(problems, p...)
+			problems = append(problems, markdownInDoc(fset, cg)...)
 		}
 		return nil
 	})
@@ -297,6 +302,51 @@ func packageDocSnippets(t *testing.T, root string) (snips []snippet, problems []
 		t.Fatal(err)
 	}
 	return snips, problems
+}
+
+// markdownInDoc reports Markdown in the prose of a doc comment: go doc
+// shows backticks and "**" as they are.
+func markdownInDoc(fset *token.FileSet, cg *ast.CommentGroup) (problems []string) {
+	var p comment.Parser
+	var prose func(bs []comment.Block)
+	var texts func(ts []comment.Text)
+	var b strings.Builder
+	texts = func(ts []comment.Text) {
+		for _, t := range ts {
+			switch t := t.(type) {
+			case comment.Plain:
+				b.WriteString(string(t))
+			case comment.Italic:
+				b.WriteString(string(t))
+			case *comment.Link:
+				texts(t.Text)
+			case *comment.DocLink:
+				texts(t.Text)
+			}
+		}
+		b.WriteString("\n")
+	}
+	prose = func(bs []comment.Block) {
+		for _, blk := range bs {
+			switch blk := blk.(type) {
+			case *comment.Paragraph:
+				texts(blk.Text)
+			case *comment.Heading:
+				texts(blk.Text)
+			case *comment.List:
+				for _, it := range blk.Items {
+					prose(it.Content)
+				}
+			}
+		}
+	}
+	prose(p.Parse(cg.Text()).Content)
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.Contains(l, "`") || strings.Contains(l, "**") {
+			problems = append(problems, fmt.Sprintf("%s: Markdown in a doc comment (go doc shows it as it is; use Go doc syntax): %s", fset.Position(cg.Pos()), l))
+		}
+	}
+	return problems
 }
 
 // snippetPackage turns a Go snippet into the files of a package: name →
