@@ -75,7 +75,9 @@
 // (WithLane; WithPriority for its place in line; WithoutLease to opt a call
 // out), else the DSN's. Reads and ReadOnly transactions take none. A
 // statement that writes only TEMP tables or an attached database takes
-// none either. AcquireLease and WithWriterLease hold one lane across
+// none either. A statement is a write before it runs, whatever it turns
+// out to change: CREATE TABLE IF NOT EXISTS on a table that exists takes
+// the lease too. AcquireLease and WithWriterLease hold one lane across
 // several transactions; transactions made with the Lease's context
 // re-enter it.
 //
@@ -97,7 +99,10 @@
 //
 // SQLite's own errors come back unchanged, as go-sqlite3 returns them, so
 // that ORMs inspecting them keep working, and a context that ends while
-// waiting for the lease returns the context's error itself. cleolease's
+// waiting for the lease returns the context's error itself (err ==
+// ctx.Err()), which names no file or lane: Stats counts such waits
+// (LeaseStats.Abandoned) and Config.Logger, at debug level, logs each with
+// the file's path, scope, lane and holder. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
 // ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
