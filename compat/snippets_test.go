@@ -590,7 +590,11 @@ func checkSnippets(t *testing.T, snips []snippet) (problems map[int][]string, ra
 	}
 	// One build of every package type-checks them all (with -o, go build
 	// would build only the programs); the programs are then linked into bin.
-	if out, err := goCmd("build", "./..."); err != nil {
+	build := []string{"build"}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	if out, err := goCmd(append(build, "./...")...); err != nil {
 		attributed := false
 		for _, sec := range strings.Split(string(out), "\n# ") {
 			m := buildErrLine.FindStringSubmatch(sec)
@@ -617,7 +621,7 @@ func checkSnippets(t *testing.T, snips []snippet) (problems map[int][]string, ra
 		}
 	}
 	if len(mains) > 0 {
-		if out, err := goCmd(append([]string{"build", "-o", bin}, mains...)...); err != nil {
+		if out, err := goCmd(append(append(build, "-o", bin), mains...)...); err != nil {
 			t.Fatalf("go build -o of the programs %v: %v\n%s", mains, err, out)
 		}
 	}
