@@ -139,7 +139,7 @@ func openHookTwins(t *testing.T, query string, raw, cl *callbackLog, more func(*
 	if edit != nil {
 		edit(cfg)
 	}
-	clDB, err = cleolease.OpenDB(*cfg)
+	clDB, err = cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

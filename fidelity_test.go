@@ -155,7 +155,7 @@ func TestBaseDriverHookRunsOnEngineConnection(t *testing.T) {
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
 	cfg.BaseDriver = base
-	db, err := cleolease.OpenDB(*cfg)
+	db, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestBaseDriverMismatchRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
-	first, err := cleolease.OpenDB(*cfg)
+	first, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestBaseDriverMismatchRefused(t *testing.T) {
 		t.Fatalf("a second connector with the default base driver: %v", err)
 	}
 	cfg.BaseDriver = &sqlite3.SQLiteDriver{Extensions: nil}
-	other, err := cleolease.OpenDB(*cfg)
+	other, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestExclusiveLockingPragmaRefused(t *testing.T) {
 // refused, saying that SQLite would open a private temporary on-disk
 // database.
 func TestEmptyDSNSaysWhatSQLiteWouldOpen(t *testing.T) {
-	_, err := cleolease.OpenDB(cleolease.Config{MigrationsFS: os.DirFS(t.TempDir())})
+	_, err := cleolease.OpenDB(&cleolease.Config{MigrationsFS: os.DirFS(t.TempDir())})
 	if !errors.Is(err, cleolease.ErrPrivateMemory) || !strings.Contains(err.Error(), "private temporary on-disk database") {
 		t.Fatalf("OpenDB = %v, want ErrPrivateMemory saying what SQLite would open", err)
 	}

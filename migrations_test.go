@@ -66,7 +66,7 @@ func roleMigrateOpen() int {
 			return 0
 		}, false)
 	}}
-	conn, err := cleolease.NewConnector(*cfg)
+	conn, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -479,7 +479,7 @@ func TestColdOpenDirty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := cleolease.NewConnector(*cfg)
+	conn, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -629,7 +629,7 @@ func TestColdOpenWaitersShareOneRun(t *testing.T) {
 			mu.Unlock()
 		}
 	}))
-	conn, err := cleolease.NewConnector(*cfg)
+	conn, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -731,7 +731,7 @@ func TestColdOpenSources(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.MigrationsFS = os.DirFS(mgFixture(t, "migrations"))
-		db, err := cleolease.OpenDB(*cfg)
+		db, err := cleolease.OpenDB(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
