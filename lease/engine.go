@@ -190,13 +190,17 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// openLocks opens the liveness evidence (platform.OpenLocks; tests give
+// it another OS's answers).
+var openLocks = platform.OpenLocks
+
 func (e *Engine) openStore(ctx context.Context) error {
 	mode := os.FileMode(0o644)
 	if fi, err := platform.Stat(e.path); err == nil {
 		mode = fi.Mode
 	}
 	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
-	locks, err := platform.OpenLocks(base, mode, slotFor(e.holderID))
+	locks, err := openLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}

@@ -145,6 +145,10 @@ func runRole(role string) int {
 	if v := os.Getenv("CLEOLEASE_LINGER"); v != "" {
 		linger, _ = time.ParseDuration(v)
 	}
+	if v := os.Getenv("CLEOLEASE_FAIL_WANTS"); v != "" {
+		n, _ := strconv.Atoi(v)
+		failWants(int32(n))
+	}
 	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger})
 	if err != nil {
 		fmt.Println("ERR", err)
