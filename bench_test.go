@@ -3,6 +3,7 @@ package cleolease_test
 import (
 	"context"
 	"database/sql"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"path/filepath"
 	"testing"
 
@@ -24,7 +25,7 @@ func BenchmarkUncontended(b *testing.B) {
 		{"cleolease", workload.Cleolease},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "bench.db")
+			path := filepath.Join(testdir.New(b), "bench.db")
 			dsn, err := bc.peer.DSN(path, "")
 			if err != nil {
 				b.Fatal(err)

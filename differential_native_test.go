@@ -3,6 +3,7 @@ package cleolease_test
 import (
 	"context"
 	"database/sql"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"path/filepath"
 	"testing"
 
@@ -25,7 +26,7 @@ func nativeConn(dc any) *sqlite3.SQLiteConn {
 // cleolease): go-sqlite3 reads it, and so does cleolease, which counts
 // _query_only=1 as a read-only open (no lease engine, no lease tables).
 func TestReviewQueryOnlyDSNOnPlainFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	outcome := func(drv, name string) string {
 		ctx := context.Background()
 		p := filepath.Join(dir, name)
@@ -93,7 +94,7 @@ func TestReviewBeginTxInsideHandWrittenBegin(t *testing.T) {
 // temp database), and so does cleolease, which asks SQLite (EXPLAIN) whether
 // a statement writes the main database before taking the lease.
 func TestReviewTempWriteWaitsForMainWriter(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	ctx := context.Background()
 	outcome := func(drv string) string {
 		dsn := "file:" + filepath.Join(dir, drv+".db") + "?_lease_wait=200ms&_busy_timeout=200"

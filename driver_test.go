@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ import (
 // temporary directory.
 func dtPath(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(t.TempDir(), "dt.db")
+	return filepath.Join(testdir.New(t), "dt.db")
 }
 
 // dtOpen opens dsn with the cleolease driver; the DB is closed at the end
@@ -695,7 +696,7 @@ func TestDriverRawSQLiteConn(t *testing.T) {
 	}
 
 	// Online backup to a second file with go-sqlite3's Backup API.
-	dest := filepath.Join(t.TempDir(), "backup.db")
+	dest := filepath.Join(testdir.New(t), "backup.db")
 	dc, err := (&sqlite3.SQLiteDriver{}).Open(dest)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,7 +149,7 @@ func TestQueryWriteFirstStepErrorFromQuery(t *testing.T) {
 // hook keeps the -wal file at close (SQLITE_FCNTL_PERSIST_WAL); the engine's
 // connection closes last, so without the hook there the -wal would go.
 func TestBaseDriverHookRunsOnEngineConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	base := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		return c.SetFileControlInt("main", sqlite3.SQLITE_FCNTL_PERSIST_WAL, 1)
 	}}
@@ -173,7 +174,7 @@ func TestBaseDriverHookRunsOnEngineConnection(t *testing.T) {
 // TestBaseDriverMismatchRefused: a second connector on the same file with
 // another base driver gets ErrBaseDriverMismatch from Connect.
 func TestBaseDriverMismatchRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
 	first, err := cleolease.OpenDB(*cfg)
@@ -261,7 +262,7 @@ func TestCancelledWaitIsTheContextError(t *testing.T) {
 // work across processes are refused at sql.Open with a *DSNError that says
 // _lease_mode=off allows them, and are accepted with it.
 func TestLocklessSettingsRefused(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	for _, c := range []struct{ query, param string }{
 		{"?_locking_mode=EXCLUSIVE", "_locking_mode"},
 		{"?_locking_mode=exclusive", "_locking_mode"},

@@ -3,6 +3,7 @@ package cleolease_test
 import (
 	"database/sql"
 	"errors"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // still reaches the sqlite3.Error; a statement's error stays exactly
 // go-sqlite3's (issue 16, item 2).
 func TestOpenErrorsNameTheFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	junk := filepath.Join(dir, "junk.db")
 	if err := os.WriteFile(junk, []byte(strings.Repeat("not a database ", 40)), 0o644); err != nil {
 		t.Fatal(err)

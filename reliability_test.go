@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,7 +102,7 @@ func relLeaseRows(t *testing.T, path string) int {
 // and returns the copy's path.
 func relReunite(t *testing.T, keep, path string) string {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	out := filepath.Join(dir, "orig.db")
 	for src, dst := range map[string]string{keep: out, path + "-wal": out + "-wal"} {
 		b, err := os.ReadFile(src)

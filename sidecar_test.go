@@ -1,6 +1,7 @@
 package cleolease_test
 
 import (
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // exactly 200.
 func TestSidecarDir(t *testing.T) {
 	path, raw := newFile(t)
-	side := t.TempDir()
+	side := testdir.New(t)
 	dsn := "file:" + path + "?_lease_sidecar_dir=" + side
 	var kids []*proc
 	for range 2 {

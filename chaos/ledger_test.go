@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -108,7 +109,7 @@ func TestChaosLedger(t *testing.T) {
 	}
 	dir := *flagDir
 	if dir == "" {
-		dir = t.TempDir()
+		dir = testdir.New(t)
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func newDB(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "lease.db")
+	p := filepath.Join(testdir.New(t), "lease.db")
 	db, err := sql.Open("sqlite3", "file:"+p+"?_journal_mode=WAL&_busy_timeout=30000")
 	if err != nil {
 		t.Fatal(err)

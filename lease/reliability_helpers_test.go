@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -145,7 +146,7 @@ func (c relFileClock) set(t testing.TB, at time.Time) {
 func (c relFileClock) step(t testing.TB, d time.Duration) { c.set(t, c.Now().Add(d)) }
 
 func newFileClock(t testing.TB, at time.Time) relFileClock {
-	c := relFileClock(filepath.Join(t.TempDir(), "clock"))
+	c := relFileClock(filepath.Join(testdir.New(t), "clock"))
 	c.set(t, at)
 	return c
 }

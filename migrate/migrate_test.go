@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func fixture(t *testing.T) string {
 
 func newDB(t *testing.T) (path, dsn string, raw *sql.DB) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "m.db")
+	path = filepath.Join(testdir.New(t), "m.db")
 	dsn = "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_foreign_keys=1"
 	raw, err := sql.Open("sqlite3", dsn)
 	if err != nil {

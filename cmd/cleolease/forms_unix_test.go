@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +21,7 @@ import (
 // takes the lane; when it goes on it must leave B alone and say so. Before,
 // it broke B (issue 16, item 7).
 func TestBreakNeverHitsALaterHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	epochA, _ := strconv.ParseInt(a.expect("HELD"), 10, 64)

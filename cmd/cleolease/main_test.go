@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"io/fs"
 	"net/url"
 	"os"
@@ -236,7 +237,7 @@ func plainDB(t *testing.T, path string) {
 // released lane, a migration version; every handle closed.
 func leasedDB(t *testing.T, path string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "m")
+	dir := filepath.Join(testdir.New(t), "m")
 	writeMigrations(t, dir)
 	db, err := sql.Open("cleolease", "file:"+path+"?_migrations="+"file://"+dir)
 	if err != nil {
@@ -280,7 +281,7 @@ func oneStderrLine(t *testing.T, r result) {
 }
 
 func TestErrors(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	missing := filepath.Join(dir, "missing.db")
 	junk := filepath.Join(dir, "junk.db")
 	if err := os.WriteFile(junk, []byte("this is a text file, not an SQLite database\n"), 0o644); err != nil {
@@ -365,7 +366,7 @@ func TestErrors(t *testing.T) {
 // with every handle closed, and checks that no file in the directory
 // changed or appeared.
 func TestStatusWritesNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	leasedDB(t, path)
 	before := snapshot(t, path)
 	r := cli(t, "status", path)
@@ -393,7 +394,7 @@ func TestStatusWritesNothing(t *testing.T) {
 // shows the holder and the waiters in grant order (the later waiter has
 // the better priority, so it is first), and --json parses.
 func TestStatusHolderAndQueue(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	a.expect("HELD")
@@ -437,7 +438,7 @@ func TestStatusHolderAndQueue(t *testing.T) {
 }
 
 func TestBreakKilledHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	epoch, _ := strconv.ParseInt(a.expect("HELD"), 10, 64)
@@ -467,7 +468,7 @@ func TestBreakKilledHolder(t *testing.T) {
 }
 
 func TestBreakLiveHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	a.expect("HELD")
@@ -500,7 +501,7 @@ func TestBreakLiveHolder(t *testing.T) {
 }
 
 func TestMigrate(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "app.db")
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -627,7 +628,7 @@ func TestDemo(t *testing.T) {
 // (the workload then runs on a second file), --db keeps the databases and
 // refuses to overwrite them.
 func TestDemoOwnMigrationsAndDB(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	writeMigrations(t, filepath.Join(dir, "mig"))
 	db := filepath.Join(dir, "demo.db")
 	r := cli(t, "demo", "-w", "2", "-d", "300ms", "--db", db, "--migrations", "file://"+filepath.Join(dir, "mig"), "--json")
@@ -713,7 +714,7 @@ func TestCountingFS(t *testing.T) {
 // break gives up after --timeout with an error that says so, instead of
 // hanging.
 func TestBreakWhileTheWriteLockIsTaken(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	a.expect("HELD")
@@ -732,7 +733,7 @@ func TestBreakWhileTheWriteLockIsTaken(t *testing.T) {
 // SQLite's write lock) has no queue row, but status names it: the holder
 // reports its registration.
 func TestStatusNamesRegisteredWaiters(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	a.expect("HELD")
@@ -807,7 +808,7 @@ func takeWriteLock(t *testing.T, path string) func() {
 // Go, in a DSN — is refused with the spelling that means the directory
 // (issue 16, item 3).
 func TestMigrateSourceForms(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	writeMigrations(t, filepath.Join(dir, "migrations"))
 	cwd, err := os.Getwd()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,7 +64,7 @@ func roleTx() int {
 // txDB creates a database with roleTx's table t, and returns its path.
 func txDB(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	raw, err := sql.Open("sqlite3", "file:"+path)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"errors"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 
 func newDB(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "x.db")
+	p := filepath.Join(testdir.New(t), "x.db")
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestBellLongPath(t *testing.T) {
 	if PollWake || !Portable {
 		t.Skip("the portable tier's path-bound sockets only")
 	}
-	dir := filepath.Join(t.TempDir(), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
+	dir := filepath.Join(testdir.New(t), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +67,7 @@ func TestRunEveryPeer(t *testing.T) {
 	ctx := context.Background()
 	for _, p := range peers() {
 		t.Run(string(p), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.db")
+			path := filepath.Join(testdir.New(t), "c.db")
 			if err := workload.CreateCounter(ctx, path); err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestFleet(t *testing.T) {
 			continue
 		}
 		t.Run(string(p), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.db")
+			path := filepath.Join(testdir.New(t), "c.db")
 			if err := workload.CreateCounter(ctx, path); err != nil {
 				t.Fatal(err)
 			}
