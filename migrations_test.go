@@ -129,7 +129,9 @@ func mgCopy(t testing.TB, name string) string {
 // parameters.
 func mgDSN(path, source string, extra ...string) string {
 	if filepath.IsAbs(source) {
-		source = "file://" + source
+		// golang-migrate's file source reads "file://C:/dir" on Windows
+		// (host "C:", path "/dir"); a backslash would be a bad port.
+		source = "file://" + filepath.ToSlash(source)
 	}
 	q := append([]string{"_migrations=" + url.QueryEscape(source)}, extra...)
 	return "file:" + path + "?" + strings.Join(q, "&")

@@ -24,7 +24,7 @@ func fixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "file://" + dir
+	return "file://" + filepath.ToSlash(dir) // Windows: file://C:/dir (see mgDSN in the root package's tests)
 }
 
 func newDB(t *testing.T) (path, dsn string, raw *sql.DB) {

@@ -98,7 +98,7 @@ func TestMigrateForceMinusOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeMigrations(t, filepath.Join(dir, "migrations"))
-	if r := cli(t, "migrate", path, "--source", "file://"+filepath.Join(dir, "migrations"), "up"); r.code != 0 {
+	if r := cli(t, "migrate", path, "--source", "file://"+filepath.ToSlash(filepath.Join(dir, "migrations")), "up"); r.code != 0 {
 		t.Fatal(r)
 	}
 	if r := cli(t, "migrate", "--help"); !strings.Contains(r.stdout, "-1 records no version") {

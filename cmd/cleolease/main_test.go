@@ -239,7 +239,7 @@ func leasedDB(t *testing.T, path string) {
 	t.Helper()
 	dir := filepath.Join(testdir.New(t), "m")
 	writeMigrations(t, dir)
-	db, err := sql.Open("cleolease", "file:"+path+"?_migrations="+"file://"+dir)
+	db, err := sql.Open("cleolease", "file:"+path+"?_migrations="+"file://"+filepath.ToSlash(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
