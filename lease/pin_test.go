@@ -1,0 +1,145 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cleocode/cleolease/internal/platform"
+)
+
+// skipReplaceOnWindows skips a test that renames a file over the database
+// an engine holds open: Windows refuses it (SQLite opens the file without
+// FILE_SHARE_DELETE), as TestOpenDatabaseCannotBeReplacedOnWindows checks.
+func skipReplaceOnWindows(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows refuses to replace a database SQLite holds open (no FILE_SHARE_DELETE): see TestOpenDatabaseCannotBeReplacedOnWindows")
+	}
+}
+
+// withPinsPath runs the test with pinsPath set to pins and counts the
+// identity stats of checkFile.
+func withPinsPath(t *testing.T, pins bool) *atomic.Int64 {
+	t.Helper()
+	var stats atomic.Int64
+	oldPins, oldStat := pinsPath, statFile
+	pinsPath = pins
+	statFile = func(p string) (platform.FileInfo, error) {
+		stats.Add(1)
+		return platform.Stat(p)
+	}
+	t.Cleanup(func() { pinsPath, statFile = oldPins, oldStat })
+	return &stats
+}
+
+// Where an open file pins its path (Windows' answer), checkFile stats once
+// per connection of the engine, and again once that connection changed;
+// where it does not, every check stats.
+func TestIdentityPinnedWhileConnectionOpen(t *testing.T) {
+	for _, pins := range []bool{true, false} {
+		stats := withPinsPath(t, pins)
+		e := openEngine(t, newDB(t), nil)
+		for i := 0; i < 5; i++ {
+			if err := e.checkFile(true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := int64(5)
+		if pins {
+			want = 1
+		}
+		if n := stats.Load(); n != want {
+			t.Fatalf("pins %v: %d stats for 5 checks, want %d", pins, n, want)
+		}
+		if !pins {
+			continue
+		}
+		// The connection closed and another opened (as Close and Connect
+		// count them): the pin is gone.
+		e.conn.changes.Add(2)
+		for i := 0; i < 3; i++ {
+			if err := e.checkFile(true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := stats.Load(); n != 2 {
+			t.Fatalf("%d stats after the connection changed, want 2", n)
+		}
+	}
+}
+
+// A replacement before the first check under a connection is still
+// ErrFileChanged when paths are pinned (and Acquire reports it).
+func TestReplacedBeforePinIsRefused(t *testing.T) {
+	skipReplaceOnWindows(t)
+	withPinsPath(t, true)
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger = 0 })
+	repl := path + ".new"
+	if err := os.WriteFile(repl, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(repl, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.checkFile(true); !errors.Is(err, ErrFileChanged) {
+		t.Fatalf("check: %v, want ErrFileChanged", err)
+	}
+	if _, err := e.Acquire(context.Background(), "s", "l", req); !errors.Is(err, ErrFileChanged) {
+		t.Fatalf("Acquire: %v, want ErrFileChanged", err)
+	}
+}
+
+// The connector counts its connections' opens and closes: a pin lasts
+// while the one connection stays open.
+func TestConnectorPin(t *testing.T) {
+	c := &leaseConnector{dsn: "file:" + newDB(t)}
+	if _, open := c.pin(); open {
+		t.Fatal("open before any connection")
+	}
+	conn, err := c.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, open := c.pin()
+	if !open {
+		t.Fatal("not open with one connection")
+	}
+	conn.Close()
+	conn.Close() // a second Close counts nothing
+	if g, open := c.pin(); open || g != gen+1 {
+		t.Fatalf("after Close: gen %d open %v, want %d false", g, open, gen+1)
+	}
+}
+
+// The premise of pinsPath on Windows: while an engine is open, the
+// database can be neither replaced nor removed.
+func TestOpenDatabaseCannotBeReplacedOnWindows(t *testing.T) {
+	if !platform.OpenFilePinsPath {
+		t.Skip("this OS lets a file SQLite holds open be renamed over or removed (TestReplacedFileIsRefused)")
+	}
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	repl := path + ".new"
+	if err := os.WriteFile(repl, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(repl, path); err == nil {
+		t.Fatal("renamed a file over the open database")
+	}
+	if err := os.Remove(path); err == nil {
+		t.Fatal("removed the open database")
+	}
+	if err := os.Rename(path, path+".moved"); err == nil {
+		t.Fatal("renamed the open database away")
+	}
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+}
