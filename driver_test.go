@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -641,7 +642,9 @@ func TestDriverCloseReleasesConnector(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := os.Stat(sidecar); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(sidecar); !errors.Is(err, os.ErrNotExist) && runtime.GOOS != "windows" {
+		// (On Windows the sidecar stays: a file open elsewhere cannot be
+		// removed, see removable in internal/platform.)
 		t.Errorf("sidecar %s still there after db.Close (stat: %v)", sidecar, err)
 	}
 	dtWantNoHolder(t, path)
@@ -931,6 +934,9 @@ func TestDriverPinger(t *testing.T) {
 	raw := dtRaw(t, other)
 	dtExec(t, raw, `CREATE TABLE x(a)`)
 	raw.Close()
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows refuses to replace a database SQLite holds open (no FILE_SHARE_DELETE): see lease's TestOpenDatabaseCannotBeReplacedOnWindows")
+	}
 	if err := os.Rename(other, path); err != nil {
 		t.Fatal(err)
 	}
@@ -1006,6 +1012,7 @@ func TestDriverSessionResetter(t *testing.T) {
 
 func TestDriverValidator(t *testing.T) {
 	ctx := context.Background()
+	testdir.LeaveOpen(t, "a connection's native handle is closed under statements it still has, so SQLite keeps the files open (sqlite3_close_v2)")
 	path := dtPath(t)
 	db := dtOpen(t, "file:"+path)
 	dtImplements[driver.Validator](t, db)

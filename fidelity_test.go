@@ -94,6 +94,7 @@ func TestQueryWriteRowsNeverClosed(t *testing.T) {
 		`VACUUM`,
 	} {
 		t.Run(q, func(t *testing.T) {
+			testdir.LeaveOpen(t, "the rows are never closed, so their connection keeps the database open")
 			path, raw := newFile(t)
 			db, err := sql.Open("cleolease", "file:"+path+"?_lease_mode=require&_lease_wait=5s")
 			if err != nil {

@@ -23,5 +23,7 @@ func (c *Connector) openErr(err error) error {
 	if errors.As(err, &le) && le.Path != "" {
 		return err
 	}
-	return fmt.Errorf("cleolease: opening database file %q: %w", c.path, err)
+	// "%s" in quotes, not %q: a Windows path keeps its single
+	// backslashes, as the user spelled it.
+	return fmt.Errorf("cleolease: opening database file \"%s\": %w", c.path, err)
 }

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,6 +32,7 @@ type TB interface {
 	Cleanup(func())
 	Fatal(args ...any)
 	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
 }
 
 // New returns a new empty directory that is removed, with everything in
@@ -54,11 +56,35 @@ func New(t TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := RemoveAll(dir); err != nil {
+		err := RemoveAll(dir)
+		heldMu.Lock()
+		why, ok := held[t]
+		delete(held, t)
+		heldMu.Unlock()
+		switch {
+		case err != nil && ok:
+			t.Logf("testdir: %s left behind (%v): %s", dir, err, why)
+		case err != nil:
 			t.Errorf("testdir: removing %s: %v", dir, err)
 		}
 	})
 	return dir
+}
+
+var (
+	heldMu sync.Mutex
+	held   = map[TB]string{}
+)
+
+// LeaveOpen tells New's cleanup that the test leaves a file of its
+// directories open on purpose (why says which and why): on Windows, where
+// an open file cannot be removed, what cannot be removed is then left in
+// the temporary directory with a log line instead of failing the test.
+// Call it before the test's first New, from the same test.
+func LeaveOpen(t TB, why string) {
+	heldMu.Lock()
+	held[t] = why
+	heldMu.Unlock()
 }
 
 // RemoveAll removes dir and everything in it: os.RemoveAll, then, where
