@@ -154,25 +154,36 @@ func (s *byteLocks) Probe(slot int64, mark string) Proof {
 // again for up to about 10 ms, as NextTicket does, so that a waiter is not
 // left unannounced (the hand-off would skip it); errBusy after that.
 func (s *byteLocks) SetWant(base int64, on bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !on {
-		delete(s.wants, base)
+		s.markWant(base, false)
 		return s.r.unlock(base+s.slot, 1)
 	}
+	// Marked first: our own byte is left out of AnyWants and CountWants
+	// from before it is locked (a Windows test would see it).
+	s.markWant(base, true)
 	err := s.r.lock(base+s.slot, 1, false)
 	for i := 0; errors.Is(err, errBusy) && i < 200; i++ {
 		time.Sleep(50 * time.Microsecond)
 		err = s.r.lock(base+s.slot, 1, false)
 	}
 	if err != nil {
-		return err
+		s.markWant(base, false)
+	}
+	return err
+}
+
+// markWant records whether this process announces a want at base.
+func (s *byteLocks) markWant(base int64, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !on {
+		delete(s.wants, base)
+		return
 	}
 	if s.wants == nil {
 		s.wants = map[int64]bool{}
 	}
 	s.wants[base] = true
-	return nil
 }
 
 func (s *byteLocks) Wants(base, slot int64) (bool, error) {
@@ -183,25 +194,38 @@ func (s *byteLocks) Wants(base, slot int64) (bool, error) {
 // if it has one: a Windows test would see it (LockFileEx: an exclusive
 // lock cannot overlap any locked region, this handle's included).
 func (s *byteLocks) AnyWants(base int64) (bool, error) {
-	n, err := s.CountWants(base, 1)
-	return n > 0, err
+	for _, r := range s.othersRegion(base) {
+		if w, err := s.r.test(r[0], r[1], true); w || err != nil {
+			return w, err
+		}
+	}
+	return false, nil
 }
 
 func (s *byteLocks) CountWants(base int64, limit int) (int, error) {
+	n := 0
+	for _, r := range s.othersRegion(base) {
+		m, err := s.lockedBytes(r[0], r[1], limit-n)
+		if err != nil {
+			return 0, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// othersRegion is the lane's want region at base without this process's
+// own want, if it holds one, as (start, length) pairs: around the byte
+// base+slot (slot is at least 1<<20 and below 1<<WantBits, so both sides
+// are non-empty).
+func (s *byteLocks) othersRegion(base int64) [][2]int64 {
 	s.mu.Lock()
 	own := s.wants[base]
 	s.mu.Unlock()
 	if !own {
-		return s.lockedBytes(base, 1<<WantBits, limit)
+		return [][2]int64{{base, 1 << WantBits}}
 	}
-	// Around our own byte, base+slot (slot is at least 1<<20 and below
-	// 1<<WantBits, so both sides are non-empty).
-	a, err := s.lockedBytes(base, s.slot, limit)
-	if err != nil {
-		return 0, err
-	}
-	b, err := s.lockedBytes(base+s.slot+1, 1<<WantBits-s.slot-1, limit-a)
-	return a + b, err
+	return [][2]int64{{base, s.slot}, {base + s.slot + 1, 1<<WantBits - s.slot - 1}}
 }
 
 // lockedBytes counts the bytes of the n from start on which another open
