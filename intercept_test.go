@@ -13,6 +13,7 @@ import (
 	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -620,8 +621,15 @@ func runRMW(t *testing.T, dsn string, procs, goroutines, n int) rmwTotals {
 		p.send("go")
 	}
 	var tot rmwTotals
+	// A guard against a stall, not a timing: on Windows waiters poll (no
+	// doorbell there yet: 0.2 ms doubling to 5 ms), and under Wine on a
+	// loaded machine 1600 hand-offs took 20 s to over a minute.
+	guard := 60 * time.Second
+	if runtime.GOOS == "windows" {
+		guard = 5 * time.Minute
+	}
 	for _, p := range ps {
-		res := p.nextWithin(t, "RESULT", 60*time.Second)
+		res := p.nextWithin(t, "RESULT", guard)
 		f := strings.SplitN(res, " ", 4)
 		if len(f) < 3 {
 			t.Fatalf("child %d: RESULT %q", p.pid, res)
