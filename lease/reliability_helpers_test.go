@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,8 +139,19 @@ func (c relFileClock) set(t testing.TB, at time.Time) {
 	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(at.UnixMilli(), 10)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, string(c)); err != nil {
-		t.Fatal(err)
+	// On Windows a rename over a file that a child is reading fails
+	// (access denied: Go opens files without FILE_SHARE_DELETE) until the
+	// child closes it, a moment later: tried again for up to 10 s there.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Rename(tmp, string(c))
+		if err == nil {
+			return
+		}
+		if runtime.GOOS != "windows" || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
