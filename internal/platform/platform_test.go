@@ -99,7 +99,7 @@ func TestBell(t *testing.T) {
 		if _, err := ListenBell("x", "a", FileID{}); !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("pollwake ListenBell: %v", err)
 		}
-		t.Skip("no transport in this build")
+		t.Skip("no transport in this build (Windows, cleolease_pollwake)")
 	}
 	db := newDB(t)
 	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
@@ -127,7 +127,9 @@ func TestBell(t *testing.T) {
 // WatchExit reports a process's exit, and an already gone one at once.
 func TestWatchExit(t *testing.T) {
 	if runtime.GOOS == "windows" {
-		t.Skip("uses sleep(1)")
+		// Windows has no sleep(1) to start as the watched child (and
+		// WatchExit there refuses a pid already gone: OpenProcess fails).
+		t.Skip("Windows: no sleep(1) child to watch")
 	}
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
@@ -187,7 +189,7 @@ func TestIdentity(t *testing.T) {
 // BSDs) still gets a doorbell, in a directory of this user's own.
 func TestBellLongPath(t *testing.T) {
 	if PollWake || !Portable {
-		t.Skip("the portable tier's path-bound sockets only")
+		t.Skip("the portable tier's path-bound sockets only (not Linux's default tier, not Windows)")
 	}
 	dir := filepath.Join(testdir.New(t), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
