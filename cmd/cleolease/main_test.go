@@ -828,7 +828,7 @@ func TestMigrateSourceForms(t *testing.T) {
 	if err != nil && runtime.GOOS == "windows" {
 		// The temporary directory is on another drive than the package
 		// (Wine: C: and Z:): no relative path leads there.
-		t.Skipf("no relative path to the temporary directory: %v", err)
+		t.Skipf("Windows: no relative path to the temporary directory on another drive: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
