@@ -77,8 +77,9 @@ func TestIdentityPinnedWhileConnectionOpen(t *testing.T) {
 	}
 }
 
-// A replacement before the first check under a connection is still
-// ErrFileChanged when paths are pinned (and Acquire reports it).
+// Where paths are pinned, a replacement made while the engine's
+// connection was not open (simulated: the connector counts a close and an
+// open) is still ErrFileChanged at the next check, and Acquire reports it.
 func TestReplacedBeforePinIsRefused(t *testing.T) {
 	skipReplaceOnWindows(t)
 	withPinsPath(t, true)
@@ -91,6 +92,7 @@ func TestReplacedBeforePinIsRefused(t *testing.T) {
 	if err := os.Rename(repl, path); err != nil {
 		t.Fatal(err)
 	}
+	e.conn.changes.Add(2)
 	if err := e.checkFile(true); !errors.Is(err, ErrFileChanged) {
 		t.Fatalf("check: %v, want ErrFileChanged", err)
 	}
