@@ -80,7 +80,7 @@ func TestIdentityPinnedWhileConnectionOpen(t *testing.T) {
 // Where paths are pinned, a replacement made while the engine's
 // connection was not open (simulated: the connector counts a close and an
 // open) is still ErrFileChanged at the next check, and Acquire reports it.
-func TestReplacedBeforePinIsRefused(t *testing.T) {
+func TestReplacedWhileUnpinnedIsRefused(t *testing.T) {
 	skipReplaceOnWindows(t)
 	withPinsPath(t, true)
 	path := newDB(t)
