@@ -122,6 +122,12 @@ type relFileClock string
 
 func (c relFileClock) Now() time.Time {
 	b, err := os.ReadFile(string(c))
+	// On Windows the open fails (sharing violation) while the test's
+	// rename replaces the file (see set): tried again for up to 10 s there.
+	for deadline := time.Now().Add(10 * time.Second); err != nil && runtime.GOOS == "windows" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		b, err = os.ReadFile(string(c))
+	}
 	if err != nil {
 		panic(err)
 	}
