@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -287,9 +288,15 @@ func (e *Engine) checkFile(always bool) error {
 		}
 	}
 	fi, err := statFile(e.path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
+	}
+	if err != nil {
+		// Not proof of another file (under Wine, a loaded process's stat
+		// failed with "too many open files"): this check fails, the next
+		// one stats again.
+		return &Error{Op: "check", Path: e.path, Err: err}
 	}
 	if fi.ID.Dev != e.dev || fi.ID.Ino != e.ino {
 		e.fileGone.Store(true)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -149,4 +151,29 @@ func TestOpenDatabaseCannotBeReplacedOnWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Release()
+}
+
+// A stat that fails for another reason than a missing file (under Wine a
+// loaded process's failed with "too many open files") fails that check
+// only: it is not ErrFileChanged, and the next check stats again.
+func TestIdentityStatErrorIsNotReplacement(t *testing.T) {
+	withPinsPath(t, false) // every check stats (Windows would pin)
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	old := statFile
+	emfile := &fs.PathError{Op: "stat", Path: path, Err: syscall.EMFILE}
+	statFile = func(string) (platform.FileInfo, error) { return platform.FileInfo{}, emfile }
+	err := e.checkFile(true)
+	if err == nil || errors.Is(err, ErrFileChanged) || !errors.Is(err, syscall.EMFILE) {
+		t.Fatalf("check with a failing stat: %v, want the stat's error, not ErrFileChanged", err)
+	}
+	statFile = old
+	if err := e.checkFile(true); err != nil {
+		t.Fatalf("check after the stat recovered: %v", err)
+	}
+	if h, err := e.Acquire(context.Background(), "s", "l", req); err != nil {
+		t.Fatalf("Acquire after the stat recovered: %v", err)
+	} else {
+		h.Release()
+	}
 }
