@@ -75,7 +75,7 @@ func (lc *leaseConn) stmtClass(query string, s *sqlite3.SQLiteStmt) class {
 		return k
 	}
 	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
-	if k.write && k.fenceable && lc.c.leased() && !writesMain(lc.SQLiteConn, query[:len(query)-len(stmtTail(s))]) {
+	if k.write && k.fenceable && lc.leased() && !writesMain(lc.SQLiteConn, query[:len(query)-len(stmtTail(s))]) {
 		k.write = false // TEMP or an attached database only (see classifySQL)
 	}
 	if lc.stmtClasses == nil || len(lc.stmtClasses) > 512 {

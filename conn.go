@@ -21,10 +21,14 @@ type leaseConn struct {
 	*sqlite3.SQLiteConn
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
+	// readOnly: SQLite opened the database read-only (readonly.go), so
+	// writes take no lease and fail with SQLite's own error.
+	readOnly bool
+	dsn      string // the DSN go-sqlite3 opened this connection with
 
-	classes     map[string]class // per-connection cache of classify results
-	stmtClasses map[string]class // the same for prepared statements (stmtClass)
-	fence       *sqlite3.SQLiteStmt
+	classes     map[string]class               // per-connection cache of classify results
+	stmtClasses map[string]class               // the same for prepared statements (stmtClass)
+	fence       map[string]*sqlite3.SQLiteStmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
 }
@@ -38,7 +42,7 @@ func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leas
 	if err := lc.fileCheck(); err != nil {
 		return class{}, false, err
 	}
-	if !lc.c.leased() {
+	if !lc.leased() {
 		return class{}, false, nil
 	}
 	inTx := lc.tx != nil
@@ -166,7 +170,7 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
 	}
-	if lc.c.leased() && refusesLocking(query) {
+	if lc.leased() && refusesLocking(query) {
 		return nil, ErrExclusiveLocking
 	}
 	st, err := lc.SQLiteConn.PrepareContext(ctx, query)
@@ -178,10 +182,20 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
 }
 
+// leased reports whether writes on this connection take the lease: the
+// connector's writes do and SQLite opened the database writable.
+func (lc *leaseConn) leased() bool { return lc.c.leased() && !lc.readOnly }
+
 // ResetSession refuses to hand out again a connection left inside a
 // transaction (a hand-written BEGIN never committed): database/sql then
-// discards it, which rolls that transaction back.
+// discards it, which rolls that transaction back. A private database's
+// connection is handed out as it is, as go-sqlite3's (which has no
+// ResetSession) would be: it takes no lease, and discarding it would
+// discard the database.
 func (lc *leaseConn) ResetSession(ctx context.Context) error {
+	if lc.c.private {
+		return nil
+	}
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
 		return driver.ErrBadConn
 	}
@@ -211,8 +225,8 @@ func (lc *leaseConn) Close() error {
 	if lc.tx != nil {
 		lc.tx.end()
 	}
-	if lc.fence != nil {
-		lc.fence.Close()
+	for _, st := range lc.fence {
+		st.Close()
 	}
 	lc.closed = true
 	return lc.SQLiteConn.Close()

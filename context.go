@@ -72,12 +72,10 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// database/sql and go-sqlite3 return the context's error itself,
 		// and callers compare it with ==; the detail goes to the log.
-		if c.cfg.Logger != nil {
-			c.cfg.Logger.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
-		}
+		c.log.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
 		return nil, ctx.Err()
 	}
-	return h, err
+	return h, sqliteFileError(err)
 }
 
 // Lease is a hold on one lane kept across several transactions (the
@@ -144,7 +142,7 @@ func connectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 		return nil, fmt.Errorf("%w: its driver is %T", ErrNotCleolease, db.Driver())
 	}
 	if !d.c.leased() {
-		return nil, fmt.Errorf("%w: this database's writes take none (mode off or read-only)", ErrNoLease)
+		return nil, fmt.Errorf("%w: this database's writes take none (mode off, read-only, or a private in-memory or temporary database)", ErrNoLease)
 	}
 	if d.c.Engine() == nil {
 		conn, err := db.Conn(ctx)
@@ -152,6 +150,10 @@ func connectorOf(ctx context.Context, db *sql.DB) (*Connector, error) {
 			return nil, err
 		}
 		conn.Close()
+		if d.c.Engine() == nil {
+			// SQLite opened the file read-only: no engine (readonly.go).
+			return nil, fmt.Errorf("%w: SQLite opened this database read-only", ErrNoLease)
+		}
 	}
 	return d.c, nil
 }

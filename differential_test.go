@@ -64,19 +64,22 @@ func fmtValue(v any) string {
 	return fmt.Sprintf("%T:%v", v, v)
 }
 
-// fmtErr renders an error as the differential comparison sees it.
+// fmtErr renders an error as the differential comparison sees it: its
+// dynamic type (so that a wrapped sqlite3.Error differs from a bare one)
+// and, for an SQLite error, its whole value (code, extended code, system
+// errno, message).
 func fmtErr(ctx context.Context, err error) string {
 	if err == nil {
 		return "ok"
 	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
-		return fmt.Sprintf("sqlite(%d/%d): %s", se.Code, se.ExtendedCode, se.Error())
+		return fmt.Sprintf("%T sqlite(%d/%d/errno %d): %s", err, se.Code, se.ExtendedCode, se.SystemErrno, se.Error())
 	}
 	if ctx.Err() != nil {
-		return fmt.Sprintf("ctx(identical=%v): %v", err == ctx.Err(), err)
+		return fmt.Sprintf("%T ctx(identical=%v): %v", err, err == ctx.Err(), err)
 	}
-	return "error: " + err.Error()
+	return fmt.Sprintf("%T error: %s", err, err)
 }
 
 // session holds the open transaction or connection of a sequence.
@@ -97,7 +100,9 @@ type queryer interface {
 //
 //	exec, query, queryrow, prepare-exec, prepare-query: on the *sql.DB, or
 //	on the open transaction or connection when there is one;
-//	begin, commit, rollback: a transaction; conn, close: a *sql.Conn;
+//	begin, commit, rollback: a transaction (begin-ro: ReadOnly, begin-rc:
+//	isolation level ReadCommitted); conn, close: a *sql.Conn;
+//	ping: db.PingContext;
 //	cancelled-exec, cancelled-query, cancelled-begin: with a context that
 //	is already cancelled; deadline-exec, deadline-query: with a context
 //	that expires while the statement runs.
@@ -152,12 +157,19 @@ func (s *session) runOp(o dop) string {
 		}
 		rows, err := st.QueryContext(ctx, o.args...)
 		return fmtRows(ctx, rows, err)
-	case "begin":
-		tx, err := s.db.BeginTx(ctx, nil)
+	case "begin", "begin-ro", "begin-rc":
+		var opts *sql.TxOptions
+		switch via {
+		case "begin-ro":
+			opts = &sql.TxOptions{ReadOnly: true}
+		case "begin-rc":
+			opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+		}
+		tx, err := s.db.BeginTx(ctx, opts)
 		if err == nil {
 			s.tx = tx
 		}
-		return "begin: " + fmtErr(ctx, err)
+		return via + ": " + fmtErr(ctx, err)
 	case "commit", "rollback":
 		if s.tx == nil {
 			return "no tx"
@@ -170,6 +182,8 @@ func (s *session) runOp(o dop) string {
 		}
 		s.tx = nil
 		return via + ": " + fmtErr(ctx, err)
+	case "ping":
+		return "ping: " + fmtErr(ctx, s.db.PingContext(ctx))
 	case "conn":
 		c, err := s.db.Conn(ctx)
 		if err == nil {
@@ -273,7 +287,15 @@ func dumpTables(t testing.TB, db *sql.DB) string {
 // "every later time" are both exercised by a sequence.
 func openTwins(t testing.TB, query string) (raw, cl *sql.DB) {
 	t.Helper()
-	var rawDSN string
+	return openTwinsAt(t, "raw.db", "cl.db", query, nil)
+}
+
+// openTwinsAt is openTwins with the twins at rawName and clName (relative
+// to a fresh directory; a missing subdirectory stays missing) and setup, if
+// not nil, run on each twin's path before anything opens it (to plant a
+// file that is not a database, say).
+func openTwinsAt(t testing.TB, rawName, clName, query string, setup func(path string)) (raw, cl *sql.DB) {
+	t.Helper()
 	// Not t.TempDir: a fuzz seed's name holds '#', which ends the path of a
 	// "file:" URI.
 	dir, err := os.MkdirTemp("", "cleolease-diff-")
@@ -281,15 +303,27 @@ func openTwins(t testing.TB, query string) (raw, cl *sql.DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	rawDSN, err = cleolease.EffectiveSQLiteDSN("file:" + filepath.Join(dir, "raw.db") + query)
+	rawPath, clPath := filepath.Join(dir, rawName), filepath.Join(dir, clName)
+	if setup != nil {
+		setup(rawPath)
+		setup(clPath)
+	}
+	return openTwinDSNs(t, "file:"+rawPath+query, "file:"+clPath+query)
+}
+
+// openTwinDSNs opens raw go-sqlite3 with the effective DSN of the cleolease
+// DSN rawDSN, and cleolease with clDSN, both pools holding one connection.
+func openTwinDSNs(t testing.TB, rawDSN, clDSN string) (raw, cl *sql.DB) {
+	t.Helper()
+	eff, err := cleolease.EffectiveSQLiteDSN(rawDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err = sql.Open("sqlite3", rawDSN)
+	raw, err = sql.Open("sqlite3", eff)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err = sql.Open("cleolease", "file:"+filepath.Join(dir, "cl.db")+query)
+	cl, err = sql.Open("cleolease", clDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,12 +344,28 @@ CREATE TABLE ch(pid INTEGER REFERENCES p(id), note TEXT)`
 func runDifferential(t testing.TB, ops []dop) {
 	t.Helper()
 	raw, cl := openTwins(t, "")
+	runDifferentialOn(t, raw, cl, ops)
+}
+
+// runDifferentialOn is runDifferential on twins already open.
+func runDifferentialOn(t testing.TB, raw, cl *sql.DB, ops []dop) {
+	t.Helper()
 	sr, sc := &session{db: raw}, &session{db: cl}
 	for _, s := range []*session{sr, sc} {
 		if got := s.runOp(dop{via: "exec", sql: diffSchema}); !strings.HasPrefix(got, "exec: id=") {
 			t.Fatalf("schema: %s", got)
 		}
 	}
+	log := compareOps(t, sr, sc, ops)
+	if want, got := dumpTables(t, raw), dumpTables(t, cl); want != got {
+		t.Fatalf("data differs after the sequence\n go-sqlite3:\n%s\n cleolease:\n%s\nsequence:\n%s", want, got, strings.Join(log, "\n"))
+	}
+}
+
+// compareOps runs ops through both sessions, fails t at the first call
+// whose outcome differs, ends both sessions and returns the transcript.
+func compareOps(t testing.TB, sr, sc *session, ops []dop) []string {
+	t.Helper()
 	var log []string
 	for i, o := range ops {
 		want, got := sr.runOp(o), sc.runOp(o)
@@ -328,9 +378,7 @@ func runDifferential(t testing.TB, ops []dop) {
 	}
 	sr.end()
 	sc.end()
-	if want, got := dumpTables(t, raw), dumpTables(t, cl); want != got {
-		t.Fatalf("data differs after the sequence\n go-sqlite3:\n%s\n cleolease:\n%s\nsequence:\n%s", want, got, strings.Join(log, "\n"))
-	}
+	return log
 }
 
 func seq(via, query string, args ...any) dop { return dop{via: via, sql: query, args: args} }
@@ -342,6 +390,13 @@ var diffTime = time.Date(2026, 12, 1, 15, 4, 5, 123456789, time.UTC)
 // database/sql (sqlite3_test.go: empty and comment-only queries, argument
 // errors, blobs, NULLs, time values, cancellation).
 func TestDifferentialCases(t *testing.T) {
+	for name, ops := range differentialCases() {
+		t.Run(name, func(t *testing.T) { runDifferential(t, ops) })
+	}
+}
+
+// differentialCases are TestDifferentialCases' sequences, by name.
+func differentialCases() map[string][]dop {
 	cases := map[string][]dop{
 		"empty and comment-only text": {
 			seq("exec", "-- just a comment"), seq("exec", ""), seq("exec", "   "), seq("exec", "/* x */"),
@@ -413,6 +468,14 @@ func TestDifferentialCases(t *testing.T) {
 			seq("exec", "INSERT INTO p(id) VALUES (1)"),
 			seq("prepare-exec", "INSERT INTO nope VALUES (1)"),
 			seq("queryrow", "SELECT a FROM t WHERE a = 99"),
+		},
+		"the lease tables dropped in a transaction (if there are any), then more writes": {
+			seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"),
+			seq("exec", "DROP TABLE IF EXISTS _writer_leases"), seq("exec", "DROP TABLE IF EXISTS _writer_queue"),
+			seq("commit", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"),
+			seq("begin", ""), seq("exec", "DELETE FROM t"), seq("exec", "DELETE FROM p"), seq("commit", ""),
+			seq("exec", "INSERT INTO t(a) VALUES (3)"), seq("query", "SELECT a FROM t ORDER BY a"),
+			seq("exec", "DROP TABLE IF EXISTS _writer_leases"), seq("exec", "INSERT INTO t(a) VALUES (4)"),
 		},
 		"writes through Query": {
 			seq("query", "INSERT INTO t(a) VALUES (1)"),
@@ -525,9 +588,7 @@ func TestDifferentialCases(t *testing.T) {
 		seq("query", "select a, b, c, e, typeof(b), typeof(c) from t order by a"),
 		seq("queryrow", "select NULL"),
 	}
-	for name, ops := range cases {
-		t.Run(name, func(t *testing.T) { runDifferential(t, ops) })
-	}
+	return cases
 }
 
 // TestDifferentialColumnTypesMatch compares what database/sql reports of
@@ -703,5 +764,109 @@ func TestDifferentialHarnessDetects(t *testing.T) {
 	}
 	if fmtValue(int64(1)) == fmtValue("1") || fmtValue([]byte{}) == fmtValue([]byte(nil)) {
 		t.Fatal("fmtValue loses the type")
+	}
+}
+
+// TestDifferentialOpenErrors: a file that cannot be opened (missing with
+// mode=rw or mode=ro, in a missing directory) or is not a database gives,
+// through cleolease, the very error go-sqlite3 gives — the same dynamic
+// type (a bare sqlite3.Error, not wrapped) and value (code, extended code,
+// system errno, message) — on every path: Ping, Exec, Query, Prepare,
+// BeginTx, Conn, and again on a later call (go-sqlite3's TestOpenNoCreate,
+// TestError_SystemErrno, TestCorruptDbErrors).
+func TestDifferentialOpenErrors(t *testing.T) {
+	every := []dop{
+		seq("ping", ""), seq("exec", "CREATE TABLE x(a)"), seq("query", "SELECT * FROM sqlite_master"),
+		seq("prepare-exec", "DROP TABLE foo"), seq("queryrow", "SELECT count(*) FROM sqlite_master"),
+		seq("begin", ""), seq("exec", "INSERT INTO x VALUES (1)"), seq("commit", ""),
+		seq("conn", ""), seq("exec", "DROP TABLE foo"), seq("close", ""), seq("ping", ""),
+	}
+	notADB := strings.Repeat("this is not an SQLite database\n", 200)
+	fiveBytes := "\x01\x02\x03\x04\x05" // go-sqlite3's TestCorruptDbErrors
+	for _, tc := range []struct {
+		name, rel, query string
+		junk             string // the file's content; "" for no file
+		ops              []dop
+	}{
+		{"missing file, mode=rw", "x.db", "?mode=rw", "", every},
+		{"missing file, mode=ro", "x.db", "?mode=ro", "", every},
+		{"missing directory", "nodir/x.db", "", "", every},
+		{"missing directory, lease off", "nodir/x.db", "?_lease_mode=off", "", every},
+		{"five bytes", "x.db", "", fiveBytes, every},
+		{"not a database", "x.db", "", notADB, every},
+		{"not a database, lease off", "x.db", "?_lease_mode=off", notADB, every},
+		// With a rollback journal go-sqlite3's open reads nothing, and
+		// the first statement that reads the file meets the error; in
+		// cleolease the lease engine's first use of the file meets it at
+		// the connect, as the same sqlite3.Error.
+		{"not a database, rollback journal", "x.db", "?_journal_mode=DELETE", notADB, []dop{
+			seq("exec", "CREATE TABLE x(a)"), seq("query", "SELECT * FROM sqlite_master"),
+			seq("prepare-exec", "DROP TABLE foo"), seq("exec", "DROP TABLE foo"),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, cl := openTwinsAt(t, "raw/"+tc.rel, "cl/"+tc.rel, tc.query, func(path string) {
+				if dir := filepath.Dir(path); filepath.Base(dir) != "nodir" {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.junk != "" {
+					if err := os.WriteFile(path, []byte(tc.junk), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			t.Log(strings.Join(compareOps(t, &session{db: raw}, &session{db: cl}, tc.ops), "\n"))
+		})
+	}
+}
+
+// privateDSNs are DSNs of private databases: in memory and not shared, or
+// the temporary on-disk database an empty file name opens.
+var privateDSNs = []string{
+	":memory:", "file::memory:", "file:pm?mode=memory", "file:pm?cache=private&mode=memory",
+	":memory:?cache=shared", // a plain path: go-sqlite3 drops the query
+	"file:pm?vfs=memdb", "", "file:",
+}
+
+// TestDifferentialPrivateDatabases: a private database opens exactly as
+// with go-sqlite3 — no lease, nothing else different — whether the pool
+// holds one connection (as pocket-id's tests set it) or any number: every
+// sequence of TestDifferentialCases, and the calls whose behaviour the
+// lease changes on a file (a connection left inside a hand-written
+// transaction is handed out again, a ReadOnly or ReadCommitted
+// transaction is what go-sqlite3 makes of it, exclusive locking).
+func TestDifferentialPrivateDatabases(t *testing.T) {
+	cases := differentialCases()
+	cases["a connection left inside a hand-written transaction"] = []dop{
+		seq("conn", ""), seq("exec", "BEGIN"), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("close", ""),
+		seq("query", "SELECT a FROM t"), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("exec", "COMMIT"),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	cases["ReadOnly and ReadCommitted transactions"] = []dop{
+		seq("begin-ro", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("commit", ""),
+		seq("begin-rc", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	cases["exclusive locking, journal mode"] = []dop{
+		seq("exec", "PRAGMA locking_mode=EXCLUSIVE"), seq("exec", "INSERT INTO t(a) VALUES (1)"),
+		seq("prepare-query", "PRAGMA locking_mode=EXCLUSIVE"), seq("query", "PRAGMA journal_mode=DELETE"),
+		seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
+		seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	for _, dsn := range privateDSNs {
+		for _, maxOpen := range []int{1, 0} {
+			t.Run(fmt.Sprintf("%q/max open %d", dsn, maxOpen), func(t *testing.T) {
+				for name, ops := range cases {
+					t.Run(name, func(t *testing.T) {
+						raw, cl := openTwinDSNs(t, dsn, dsn)
+						raw.SetMaxOpenConns(maxOpen)
+						cl.SetMaxOpenConns(maxOpen)
+						runDifferentialOn(t, raw, cl, ops)
+					})
+				}
+			})
+		}
 	}
 }

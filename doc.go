@@ -37,6 +37,7 @@
 //   - _lease_mode (local): `off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.
 //   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. `_lease_mode=off` and read-only opens are never refused.
 //   - _lease_priority (100): queue priority, **lower is served first** (WithPriority overrides it per call)
+//   - _lease_quiet (false): `true`: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to `Config.Logger`, else to `slog.Default()`. A discarding `Config.Logger` (`slog.New(slog.DiscardHandler)`) silences them too.
 //   - _lease_scope (main): scope of writes whose context names none (WithLane)
 //   - _lease_sidecar_dir (none): where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
 //   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO
@@ -49,9 +50,13 @@
 //
 // Refused at sql.Open, because no lease can work under them:
 // _locking_mode=EXCLUSIVE, nolock=1 and the lockless VFSes (unix-none,
-// win32-none, unix-excl), unless _lease_mode=off; and a private database
-// (":memory:", an empty file name), which differs on every pooled
-// connection (ErrPrivateMemory; use "file::memory:?cache=shared").
+// win32-none, unix-excl), unless _lease_mode=off or the database is
+// private. A private database (":memory:", mode=memory without
+// cache=shared, an empty file name) is reachable from no other process: it
+// opens exactly as with go-sqlite3, without a lease; only migrations on it
+// are refused (ErrPrivateMemory), since they would run on a connection
+// nobody else sees. A shared one ("file::memory:?cache=shared") is leased
+// inside the process.
 //
 // # Config
 //
@@ -61,6 +66,10 @@
 // literal, fields left at zero take the defaults above; to set Wait,
 // Priority, Slice or Linger to an explicit zero, start from NewConfig. A
 // bad field is a *ConfigError naming it.
+//
+// Warnings (a degraded grant, a FUSE or allowed network filesystem) go to
+// Config.Logger, else to slog.Default(); _lease_quiet=true (Config.Quiet)
+// or a discarding Config.Logger silences them.
 //
 // # Which writes take the lease
 //
@@ -90,8 +99,9 @@
 //
 // # Errors
 //
-// SQLite's own errors come back unchanged, as go-sqlite3 returns them, so
-// that ORMs inspecting them keep working, and a context that ends while
+// SQLite's own errors come back unchanged, as go-sqlite3 returns them (the
+// same sqlite3.Error value, errors at open included), so that ORMs
+// inspecting them keep working, and a context that ends while
 // waiting for the lease returns the context's error itself. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/mattn/go-sqlite3"
@@ -57,9 +57,9 @@ func (d *Driver) Open(dsn string) (driver.Conn, error) {
 }
 
 // OpenConnector parses and validates dsn and does no I/O, so sql.Open fails
-// at once on a bad DSN (a *DSNError or ErrPrivateMemory) and tools that
-// probe a driver by opening it are not disturbed. The empty DSN is
-// accepted here and fails with ErrPrivateMemory at the first connect.
+// at once on a bad DSN (a *DSNError, or ErrPrivateMemory for migrations on
+// a private database) and tools that probe a driver by opening it are not
+// disturbed.
 func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
@@ -75,12 +75,15 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 type Connector struct {
 	cfg      *Config
 	dsn      string // what go-sqlite3 receives: SQLiteDSN plus defaults
+	roDSN    string // dsn without the journal-mode default (readonly.go)
 	path     string
 	memory   bool
-	readOnly bool
+	readOnly bool // the DSN opens read-only (mode=ro, immutable=1, _query_only)
+	private  bool // a private database: no lease, exactly go-sqlite3 (Config.private)
 	drv      *Driver
 	base     *sqlite3.SQLiteDriver
 	mw       driver.Connector // sqlmw's connector over the inner driver
+	log      *slog.Logger     // where its records go (newLogger); never nil
 
 	mu        sync.Mutex
 	engine    *lease.Engine
@@ -90,20 +93,24 @@ type Connector struct {
 	// holders from another boot or host are never judged dead here.
 	remoteHolders bool
 	fsErr         error // its decision: nil or a *NetworkFSError
+	// pendingChecked: a read-only connection looked for pending
+	// migrations (warnPendingReadOnly).
+	pendingChecked bool
 }
 
 var _ driver.Connector = (*Connector)(nil)
 
 // NewConnector validates cfg exactly as ParseDSN validates a DSN (errors:
-// *DSNError, ErrPrivateMemory) and returns a Connector for sql.OpenDB. cfg
-// is copied.
+// *DSNError, ErrPrivateMemory for migrations on a private database) and
+// returns a Connector for sql.OpenDB. cfg is copied.
 func NewConnector(cfg Config) (*Connector, error) {
 	c := cfg.Clone()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), base: c.BaseDriver}
+	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), roDSN: c.sqliteDSN(false), base: c.BaseDriver, log: newLogger(c)}
 	conn.path, conn.memory, conn.readOnly = c.location()
+	conn.private = c.private()
 	if conn.base == nil {
 		conn.base = &sqlite3.SQLiteDriver{}
 	}
@@ -132,16 +139,20 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
-// also opens the file's lease engine (creating the lease tables). Errors:
-// ErrPrivateMemory for an empty DSN, a *NetworkFSError (before anything is
+// also opens the file's lease engine (creating the lease tables); a
+// private database (Config.private) gets none and is opened exactly as
+// go-sqlite3 opens it, and so does a file SQLite opened read-only
+// (readonly.go): such a connection takes no lease, runs no migrations and
+// creates nothing. Errors: a *NetworkFSError (before anything is
 // opened or created) when the database's directory is on a network
 // filesystem and Config.NetworkFS does not allow it, ErrFileChanged when
 // the path now names another file than the one the engine was opened on,
-// SQLite's own error when the file cannot be opened.
+// and go-sqlite3's own error, unwrapped (the same sqlite3.Error value
+// go-sqlite3 returns), when the file cannot be opened or when the lease
+// engine's first use of it meets an error that concerns the whole file
+// (not a database, corrupt, I/O: see sqliteFileError), which the first
+// statement would have met through go-sqlite3.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	if c.cfg.SQLiteDSN == "" {
-		return nil, fmt.Errorf("%w (the DSN is empty: SQLite would open a private temporary on-disk database, deleted when its connection closes)", ErrPrivateMemory)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -153,15 +164,19 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		return c.mw.Connect(context.WithValue(ctx, connSlotKey{}, slot))
 	})
 	if err != nil {
-		return nil, c.openErr(err)
+		return nil, err // go-sqlite3's own error, as it returns it
 	}
 	if slot.lc == nil {
 		conn.Close()
 		return nil, errors.New("cleolease: internal error: sqlmw did not route the connect through the interceptor")
 	}
+	if slot.lc.readOnly || c.readOnly {
+		c.warnPendingReadOnly(ctx, slot.lc.dsn)
+		return &outerConn{mw: conn, inner: slot.lc}, nil
+	}
 	if err := c.ensureEngine(ctx); err != nil {
 		conn.Close()
-		return nil, c.openErr(err)
+		return nil, sqliteFileError(err)
 	}
 	if err := c.coldOpen(ctx); err != nil {
 		conn.Close()
@@ -170,9 +185,11 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	return &outerConn{mw: conn, inner: slot.lc}, nil
 }
 
-// leased reports whether writes through this connector take the lease.
+// leased reports whether writes through this connector take the lease:
+// not in mode off, not read-only, not on a private database (nor on a
+// connection SQLite opened read-only: leaseConn.leased).
 func (c *Connector) leased() bool {
-	return c.cfg.Mode != ModeOff && !c.readOnly
+	return c.cfg.Mode != ModeOff && !c.readOnly && !c.private
 }
 
 func (c *Connector) ensureEngine(ctx context.Context) error {
@@ -189,7 +206,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 	}
 	e, err := lease.Open(ctx, lease.Options{
 		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, SidecarDir: c.cfg.SidecarDir, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
-		Clock: c.cfg.Clock, Logger: c.cfg.Logger, MemoryOnly: c.memory,
+		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {
 		return err
@@ -199,7 +216,8 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 }
 
 // Engine returns the connector's lease engine, or nil before the first
-// connection and when writes take no lease (mode off, read-only).
+// connection and when writes take no lease (mode off, read-only, a private
+// database).
 func (c *Connector) Engine() *lease.Engine {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -338,15 +338,15 @@ func TestDriverOpenRejectsBadDSN(t *testing.T) {
 		})
 	}
 
-	for _, dsn := range []string{":memory:", "file::memory:", "file:memdb1?mode=memory", "file:x.db?mode=memory"} {
+	for _, dsn := range []string{":memory:?_migrations=app", "file::memory:?_migrations=app", "file:memdb1?mode=memory&_migrations=app", "file:x.db?mode=memory&_migrations=app"} {
 		t.Run(dsn, func(t *testing.T) {
 			db, err := sql.Open("cleolease", dsn)
 			if err == nil {
 				db.Close()
 				t.Fatalf("sql.Open(%q) succeeded; want ErrPrivateMemory at once", dsn)
 			}
-			if !errors.Is(err, cleolease.ErrPrivateMemory) {
-				t.Fatalf("error %v is not ErrPrivateMemory", err)
+			if !errors.Is(err, cleolease.ErrPrivateMemory) || !strings.Contains(err.Error(), "migrations") {
+				t.Fatalf("error %v is not ErrPrivateMemory naming the migrations", err)
 			}
 		})
 	}
@@ -371,8 +371,8 @@ func TestDriverEmptyDSN(t *testing.T) {
 		t.Fatalf("db.Driver() is %T, want *cleolease.Driver", db.Driver())
 	}
 	for i := 0; i < 2; i++ {
-		if err := db.Ping(); !errors.Is(err, cleolease.ErrPrivateMemory) {
-			t.Fatalf("Ping #%d = %v, want ErrPrivateMemory", i+1, err)
+		if err := db.Ping(); err != nil {
+			t.Fatalf("Ping #%d = %v, want nil (a private temporary database, as with go-sqlite3)", i+1, err)
 		}
 	}
 	if err := db.Close(); err != nil {
@@ -576,14 +576,20 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 		})
 	}
 
-	t.Run("private memory", func(t *testing.T) {
-		cfg := cleolease.NewConfig()
-		cfg.SQLiteDSN = ":memory:"
-		if _, err := cleolease.NewConnector(*cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
-			t.Errorf("NewConnector = %v, want ErrPrivateMemory", err)
-		}
-		if _, err := cleolease.OpenDB(*cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
-			t.Errorf("OpenDB = %v, want ErrPrivateMemory", err)
+	t.Run("migrations on private memory", func(t *testing.T) {
+		for name, edit := range map[string]func(c *cleolease.Config){
+			"MigrationsFS": func(c *cleolease.Config) { c.MigrationsFS = os.DirFS(t.TempDir()) },
+			"Migrator":     func(c *cleolease.Config) { c.Migrator = cleolease.MigratorFunc(nil) },
+		} {
+			cfg := cleolease.NewConfig()
+			cfg.SQLiteDSN = ":memory:"
+			edit(cfg)
+			if _, err := cleolease.NewConnector(*cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
+				t.Errorf("%s: NewConnector = %v, want ErrPrivateMemory", name, err)
+			}
+			if _, err := cleolease.OpenDB(*cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
+				t.Errorf("%s: OpenDB = %v, want ErrPrivateMemory", name, err)
+			}
 		}
 	})
 

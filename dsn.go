@@ -101,16 +101,31 @@ type Config struct {
 	// goose, atlas) or hand-written DDL; see Migrator. It replaces a
 	// Migrator registered under Migrations.
 	Migrator Migrator
-	// Logger receives lease and migration events; nil is silent.
+	// Logger receives lease and migration events, debug and info included.
+	// nil sends warnings and errors (a degraded grant, a database on a FUSE
+	// or an allowed network filesystem) to slog.Default(), as it is when
+	// each is logged, and drops the rest (logger.go). To silence cleolease,
+	// set Quiet, or give a discarding logger: slog.New(slog.DiscardHandler).
+	// A file's lease engine, shared by the connectors on it in a process,
+	// logs through the logger of the connector that opened it first.
 	Logger *slog.Logger
+	// Quiet (_lease_quiet) logs nothing: no warning goes to slog.Default(),
+	// and Logger is not used.
+	Quiet bool
 	// BaseDriver opens the underlying connections (extensions, ConnectHook);
 	// nil means a plain &sqlite3.SQLiteDriver{}. It also opens the lease
-	// engine's private connection and the migrations' connection, so its
-	// ConnectHook sees those too (a hook that sets SQLITE_FCNTL_PERSIST_WAL
-	// or registers a collation an index needs then holds everywhere). Every
-	// connector on one file in one process must use the same BaseDriver
-	// (nil counts as one): Connect fails with ErrBaseDriverMismatch
-	// otherwise.
+	// engine's private connection and the migrations' connections, so its
+	// ConnectHook runs there too, once per connection: what the hook sets
+	// for the file or the SQL (SQLITE_FCNTL_PERSIST_WAL, collations and
+	// functions an index or a migration needs, limits) holds everywhere.
+	// The callbacks it registers (update, commit, rollback and pre-update
+	// hooks, authorizer, trace) are then cleared on the engine's connection
+	// and on the connection that runs golang-migrate's files (it also
+	// carries the lease's fencing and the version table): they never see
+	// nor veto the driver's bookkeeping. The Migrator's connection carries
+	// only the Migrator's statements and keeps them. Every connector on one
+	// file in one process must use the same BaseDriver (nil counts as one):
+	// Connect fails with ErrBaseDriverMismatch otherwise.
 	BaseDriver *sqlite3.SQLiteDriver
 	// Clock is the lease engine's wall clock; nil means lease.SystemClock.
 	Clock lease.Clock
@@ -239,6 +254,19 @@ var leaseParams = []leaseParam{
 			return ""
 		},
 		get: func(c *Config) string { return strconv.Itoa(c.Priority) },
+	},
+	{
+		name: "_lease_quiet", field: "Quiet", kind: "bool", def: "false",
+		doc: "`true`: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to `Config.Logger`, else to `slog.Default()`. A discarding `Config.Logger` (`slog.New(slog.DiscardHandler)`) silences them too.",
+		set: func(c *Config, v string) string {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return "not a boolean"
+			}
+			c.Quiet = b
+			return ""
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.Quiet) },
 	},
 	{
 		name: "_lease_scope", field: "Scope", kind: "string", def: DefaultScope,
@@ -380,8 +408,8 @@ func setNonNegative(dst *time.Duration, v string) string {
 // ParseDSN returns a *DSNError for an unknown cleolease parameter, one given
 // twice, a value that does not parse, or an underscore parameter go-sqlite3
 // v1.14.53 would silently ignore; and an error matching ErrPrivateMemory
-// for a private in-memory or temporary database. The empty DSN is accepted
-// here (the connector refuses it when it connects).
+// for migrations on a private in-memory or temporary database (which
+// itself, the empty DSN included, is accepted: see checkPrivate).
 func ParseDSN(dsn string) (*Config, error) {
 	c := NewConfig()
 	path, query, hasQuery := strings.Cut(dsn, "?")
@@ -483,11 +511,28 @@ func (c *Config) validate() error {
 	if err := checkSQLiteQuery(c.SQLiteDSN); err != nil {
 		return err
 	}
-	if err := checkPrivate(c.SQLiteDSN); err != nil {
+	if err := c.checkPrivate(); err != nil {
 		return err
 	}
-	if c.Mode != ModeOff {
+	if c.Mode != ModeOff && !c.private() {
 		return checkLockable(c.SQLiteDSN)
 	}
 	return nil
+}
+
+// private reports whether SQLiteDSN opens a private database (in memory
+// and not shared, or the temporary one an empty file name opens): no other
+// connection, let alone another process, reaches it, so it takes no lease
+// and opens exactly as with go-sqlite3 (see checkPrivate).
+//
+// A shared in-memory database (cache=shared, or a memdb name starting with
+// '/') is not private and keeps the lease, inside this process only (no
+// lease tables, no liveness files: no other process can reach it). Every
+// pooled connection of the process reaches it, so its writers contend as a
+// file's do — in shared-cache mode with SQLITE_LOCKED, which no
+// busy_timeout waits out — and the lease serves them in order; its
+// migrations run once per process.
+func (c *Config) private() bool {
+	t, _ := analyzeDSN(c.SQLiteDSN)
+	return t.private()
 }

@@ -50,12 +50,12 @@ func FuzzParseDSN(f *testing.F) {
 				t.Fatalf("go-sqlite3 could not parse the query of %q: %v", withDefaults, err)
 			}
 		}
-		path, memory, _ := c.location()
-		if c.SQLiteDSN != "" && path == "" {
-			t.Fatalf("ParseDSN(%q) accepted a temporary database", dsn)
+		path, _, _ := c.location()
+		if path == "" && !c.private() {
+			t.Fatalf("ParseDSN(%q): a temporary database not taken as private", dsn)
 		}
-		if memory && path == "" {
-			t.Fatalf("ParseDSN(%q): in-memory database without a name", dsn)
+		if c.private() && (c.Migrations != "" || c.MigrationsFS != nil || c.Migrator != nil) {
+			t.Fatalf("ParseDSN(%q) accepted migrations on a private database", dsn)
 		}
 	})
 }

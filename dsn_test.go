@@ -30,6 +30,8 @@ var testDSNs = []struct {
 	{"/tmp/app.db", cfg("/tmp/app.db")},
 	{"relative/app.db", cfg("relative/app.db")},
 	{"", cfg("")},
+	{"x.db?_lease_quiet=true", cfg("x.db", func(c *Config) { c.Quiet = true })},
+	{"file:pm?mode=memory", cfg("file:pm?mode=memory")},
 	// Every byte that is not cleolease's passes through, in order and with
 	// its escaping.
 	{
@@ -109,22 +111,23 @@ var invalidDSNs = []struct{ in, wantErr string }{
 	{"x.db?_lease_scope=", `cleolease: DSN parameter "_lease_scope": must not be empty`},
 	{"x.db?_migrations=", `cleolease: DSN parameter "_migrations": must not be empty`},
 	{"x.db?_migrations_no_tx_wrap=maybe", `cleolease: DSN parameter "_migrations_no_tx_wrap" has bad value "maybe": not a boolean`},
+	{"x.db?_lease_quiet=shh", `cleolease: DSN parameter "_lease_quiet" has bad value "shh": not a boolean`},
 	{"x.db?a=1;b=2", `cleolease: DSN parameter "a" has bad value "1;b=2": contains ';', which go-sqlite3's url.ParseQuery rejects`},
 	{"x.db?_fk=%zz", `cleolease: DSN parameter "_fk" has bad value "%zz": bad percent-encoding`},
 	{"x.db?%zz=1", `cleolease: DSN parameter "%zz": bad percent-encoding`},
 	{"file://host/x.db", `cleolease: DSN parameter "file: URI authority" has bad value "host": SQLite accepts only an empty authority or "localhost" (file:///abs/path or file:rel/path)`},
-	// Private in-memory and temporary databases.
-	{":memory:", ErrPrivateMemory.Error() + ` (DSN path ":memory:")`},
-	{":memory:?cache=shared&_fk=1", ErrPrivateMemory.Error() + ` (DSN path ":memory:")`},
-	{":memory:?_lease_ttl=1s", ErrPrivateMemory.Error() + ` (DSN path ":memory:")`},
-	{"file::memory:", ErrPrivateMemory.Error() + ` (DSN path "file::memory:")`},
-	{"file::memory:?cache=private", ErrPrivateMemory.Error() + ` (DSN path "file::memory:")`},
-	{"file:m?mode=memory", ErrPrivateMemory.Error() + ` (DSN path "file:m")`},
-	{"file:m?cache=shared&mode=memory&cache=private", ErrPrivateMemory.Error() + ` (DSN path "file:m")`},
-	{"file:mem?vfs=memdb", ErrPrivateMemory.Error() + ` (DSN path "file:mem")`},
-	{"?_fk=1", ErrPrivateMemory.Error() + ` (the DSN has an empty path before '?')`},
-	{"file:?cache=shared", ErrPrivateMemory.Error() + ` (DSN "file:" has an empty path: SQLite opens a private temporary database)`},
-	{"file://localhost", ErrPrivateMemory.Error() + ` (DSN "file://localhost" has an empty path: SQLite opens a private temporary database)`},
+	// Migrations on private in-memory and temporary databases (which
+	// themselves open as with go-sqlite3: TestPrivateDatabasesAccepted).
+	{":memory:?_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN path ":memory:"`)},
+	{":memory:?cache=shared&_fk=1&_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN path ":memory:"`)},
+	{"file::memory:?_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN path "file::memory:"`)},
+	{"file::memory:?cache=private&_migrations=./m", ErrPrivateMemory.Error() + privateMig(`DSN path "file::memory:"`)},
+	{"file:m?mode=memory&_migrations=file://m", ErrPrivateMemory.Error() + privateMig(`DSN path "file:m"`)},
+	{"file:m?cache=shared&mode=memory&cache=private&_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN path "file:m"`)},
+	{"file:mem?vfs=memdb&_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN path "file:mem"`)},
+	{"file:?cache=shared&_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN "file:" has an empty path: SQLite opens a private temporary database`)},
+	{"file://localhost?_migrations=app", ErrPrivateMemory.Error() + privateMig(`DSN "file://localhost" has an empty path: SQLite opens a private temporary database`)},
+	{"?_fk=1", `cleolease: DSN parameter "_fk": the DSN has an empty path before '?': go-sqlite3 would open a file named after the whole DSN and apply none of its parameters`},
 	// SQLite reads the authority up to the next '/', across '?'.
 	{"file://localhost?mode=memory&cache=shared", `cleolease: DSN parameter "file: URI authority" has bad value "localhost?mode=memory&cache=shared": SQLite accepts only an empty authority or "localhost" (file:///abs/path or file:rel/path)`},
 }
@@ -263,7 +266,10 @@ func TestConfigValidate(t *testing.T) {
 		{"table", cfg("x.db", func(c *Config) { c.MigrationsTable = "a.b" }), `cleolease: Config.MigrationsTable has bad value "a.b": not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)`},
 		{"lease param in SQLiteDSN", cfg("x.db?_lease_ttl=1s"), `cleolease: DSN parameter "_lease_ttl": a cleolease parameter in Config.SQLiteDSN; set the Config field instead`},
 		{"typo in SQLiteDSN", cfg("x.db?_jurnal=WAL"), `cleolease: DSN parameter "_jurnal": unknown to go-sqlite3 v1.14.53, which would silently ignore it`},
-		{"private memory", cfg(":memory:"), ErrPrivateMemory.Error() + ` (DSN path ":memory:")`},
+		{"private memory", cfg(":memory:"), ""},
+		{"migrations on private memory", cfg(":memory:", func(c *Config) { c.Migrations = "app" }), ErrPrivateMemory.Error() + privateMig(`DSN path ":memory:"`)},
+		{"a Migrator on the empty DSN", cfg("", func(c *Config) { c.Migrator = MigratorFunc(nil) }), ErrPrivateMemory.Error() + privateMig("the DSN is empty: SQLite opens a private temporary on-disk database")},
+		{"exclusive locking on private memory", cfg("file:m?mode=memory&_locking_mode=EXCLUSIVE"), ""},
 	}
 	for _, tt := range tests {
 		err := tt.c.validate()
@@ -432,8 +438,8 @@ func TestDefaultsAppliedByGoSQLite3(t *testing.T) {
 func TestDSNErrorsDoNotEchoSecrets(t *testing.T) {
 	for _, dsn := range []string{
 		"?_auth_pass=hunter2",
-		":memory:?_auth_pass=hunter2",
-		"file:?_auth_pass=hunter2",
+		":memory:?_auth_pass=hunter2&_migrations=app",
+		"file:?_auth_pass=hunter2&_migrations=app",
 		"file:x.db?_auth_pass=hunter2&_lease_bogus=1",
 		"file:x.db?_auth_pass=hunter2&_busy_timout=5",
 		"file:x.db?_auth_pass=hunter2&_lease_ttl=banana",
@@ -445,5 +451,51 @@ func TestDSNErrorsDoNotEchoSecrets(t *testing.T) {
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: error echoes the password: %v", dsn, err)
 		}
+	}
+}
+
+// privateMig is the text ErrPrivateMemory's error adds for migrations on
+// the private database what.
+func privateMig(what string) string {
+	return " (" + what + "; its migrations would run on a connection of their own, which no other connection sees)"
+}
+
+// TestPrivateDatabasesAccepted: a private database (in memory and not
+// shared, or temporary) parses, is private, takes no lease and keeps no
+// go-sqlite3 parameter from being checked; a shared one is not private.
+func TestPrivateDatabasesAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		dsn     string
+		private bool
+	}{
+		{"", true},
+		{":memory:", true},
+		{":memory:?cache=shared&_fk=1", true},
+		{":memory:?_lease_ttl=1s", true},
+		{"file::memory:", true},
+		{"file::memory:?cache=private", true},
+		{"file:m?mode=memory", true},
+		{"file:m?cache=shared&mode=memory&cache=private", true},
+		{"file:mem?vfs=memdb", true},
+		{"file:?cache=shared", true},
+		{"file:?mode=memory&cache=shared", true},
+		{"file://localhost", true},
+		{"file:m?mode=memory&_locking_mode=EXCLUSIVE&_lease_mode=require", true},
+		{"file::memory:?cache=shared", false},
+		{"file:m?mode=memory&cache=shared", false},
+		{"file:/m?vfs=memdb", false},
+		{"file:x.db", false},
+	} {
+		c, err := ParseDSN(tc.dsn)
+		if err != nil {
+			t.Errorf("ParseDSN(%q): %v", tc.dsn, err)
+			continue
+		}
+		if got := c.private(); got != tc.private {
+			t.Errorf("ParseDSN(%q).private() = %v, want %v", tc.dsn, got, tc.private)
+		}
+	}
+	if _, err := ParseDSN("file:m?mode=memory&_busy_timout=1"); err == nil {
+		t.Error("a go-sqlite3 typo on a private database was accepted")
 	}
 }

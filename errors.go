@@ -24,8 +24,9 @@ import (
 //     (LeaseStats, LaneStatus, HolderStatus, WaiterStatus, Clock) are
 //     aliases of the engine's types.
 //   - SQLite's own errors (sqlite3.Error) are returned unchanged, as
-//     go-sqlite3 returns them; an open error is wrapped (with %w) to name
-//     the file.
+//     go-sqlite3 returns them (err.(sqlite3.Error) works), opening errors
+//     included; only errors cleolease originates (lease, DSN, Config,
+//     migration errors) name the file.
 
 // Lease errors, re-exported from the lease engine.
 var (
@@ -93,7 +94,8 @@ var (
 	// Break was given a *sql.DB that was not opened with this driver.
 	ErrNotCleolease = errors.New("cleolease: not a cleolease database")
 	// ErrNoLease: AcquireLease, WithWriterLease, Stats, Status or Break on
-	// a database whose writes take no lease (mode off, or read-only), or
+	// a database whose writes take no lease (mode off, read-only, or a
+	// private database: see ErrPrivateMemory), or
 	// AcquireLease with a context that opts out (WithoutLease).
 	ErrNoLease = errors.New("cleolease: writes take no lease here")
 )
@@ -104,12 +106,16 @@ var (
 	// a hand-written BEGIN on a *sql.Conn). The driver neither commits nor
 	// rolls back that transaction; the caller still owns it.
 	ErrForeignTransaction = errors.New("cleolease: refusing to take the writer lease inside a transaction the driver did not start")
-	// ErrPrivateMemory: a private database — in memory (":memory:", or
-	// mode=memory without cache=shared), or the temporary on-disk database
-	// SQLite opens for an empty file name — is a different database on every
-	// pooled connection, so neither a lease nor migrations mean anything.
-	// Use "file::memory:?cache=shared" or a file.
-	ErrPrivateMemory = errors.New("cleolease: a private database (in memory, or the temporary one an empty file name opens) differs on every pooled connection; use file::memory:?cache=shared or a file path")
+	// ErrPrivateMemory: migrations (_migrations, Config.MigrationsFS,
+	// Config.Migrator) were configured on a private database — in memory
+	// (":memory:", mode=memory without cache=shared, a memdb name not
+	// starting with '/') or the temporary on-disk database SQLite opens for
+	// an empty file name. Such a database is a different one on every
+	// connection, so migrations would land on the migrations' own
+	// connection, which nobody else sees. The database itself opens exactly
+	// as with go-sqlite3, with no lease: no other process can reach it.
+	// For migrations, use "file::memory:?cache=shared" or a file.
+	ErrPrivateMemory = errors.New("cleolease: migrations on a private database (in memory, or the temporary one an empty file name opens), which differs on every connection; use file::memory:?cache=shared or a file path")
 	// ErrBaseDriverMismatch: a connector's Config.BaseDriver differs from
 	// the one this process's lease engine of the same file was opened with
 	// (by an earlier connector). The engine's private connection runs one

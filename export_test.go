@@ -10,3 +10,14 @@ func EffectiveSQLiteDSN(dsn string) (string, error) {
 	}
 	return cfg.sqliteDSNWithDefaults(), nil
 }
+
+// EffectiveReadOnlySQLiteDSN returns the DSN a connection that SQLite
+// opens read-only ends up with: EffectiveSQLiteDSN without the
+// journal-mode default (readonly.go).
+func EffectiveReadOnlySQLiteDSN(dsn string) (string, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	return cfg.sqliteDSN(false), nil
+}

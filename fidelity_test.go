@@ -334,18 +334,13 @@ func TestExclusiveLockingPragmaRefused(t *testing.T) {
 	}
 }
 
-// TestEmptyDSNSaysWhatSQLiteWouldOpen: the empty DSN is refused at the
-// first connect, saying that SQLite would open a private temporary
-// on-disk database.
+// TestEmptyDSNSaysWhatSQLiteWouldOpen: migrations on the empty DSN are
+// refused, saying that SQLite would open a private temporary on-disk
+// database.
 func TestEmptyDSNSaysWhatSQLiteWouldOpen(t *testing.T) {
-	db, err := sql.Open("cleolease", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Ping()
+	_, err := cleolease.OpenDB(cleolease.Config{MigrationsFS: os.DirFS(t.TempDir())})
 	if !errors.Is(err, cleolease.ErrPrivateMemory) || !strings.Contains(err.Error(), "private temporary on-disk database") {
-		t.Fatalf("Ping = %v, want ErrPrivateMemory saying what SQLite would open", err)
+		t.Fatalf("OpenDB = %v, want ErrPrivateMemory saying what SQLite would open", err)
 	}
 }
 

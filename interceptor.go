@@ -24,7 +24,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 
-	"github.com/mattn/go-sqlite3"
 	"github.com/ngrok/sqlmw"
 )
 
@@ -35,11 +34,11 @@ import (
 type innerDriver struct{ c *Connector }
 
 func (d *innerDriver) Open(dsn string) (driver.Conn, error) {
-	sc, err := d.c.base.Open(dsn)
+	sc, readOnly, used, err := d.c.openSQLite(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &leaseConn{SQLiteConn: sc.(*sqlite3.SQLiteConn), c: d.c}, nil
+	return &leaseConn{SQLiteConn: sc, c: d.c, readOnly: readOnly, dsn: used}, nil
 }
 
 // interceptor is cleolease's sqlmw interceptor. The lease work itself lives
@@ -72,9 +71,14 @@ func (i interceptor) ConnectorConnect(ctx context.Context, connect driver.Connec
 
 // ConnBeginTx refuses the isolation levels SQLite does not provide (it
 // offers only serializable transactions), which go-sqlite3 would ignore
-// (mattn/go-sqlite3#685). database/sql's pre-context Begin bypasses the
+// (mattn/go-sqlite3#685), except on a private database, which behaves as
+// with go-sqlite3. database/sql's pre-context Begin bypasses the
 // interceptor, but it always asks for the default level.
 func (i interceptor) ConnBeginTx(ctx context.Context, conn driver.ConnBeginTx, opts driver.TxOptions) (context.Context, driver.Tx, error) {
+	if i.c.private {
+		tx, err := conn.BeginTx(ctx, opts)
+		return ctx, tx, err
+	}
 	switch sql.IsolationLevel(opts.Isolation) {
 	case sql.LevelDefault, sql.LevelSerializable:
 	default:

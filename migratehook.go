@@ -34,7 +34,8 @@ import (
 // migrations out. Because the connection is single, Migrate must not hold
 // a *sql.Rows open while it runs another statement on db outside that
 // transaction. With _lease_mode=off it runs without the lease; read-only
-// opens never run it.
+// opens (mode=ro, immutable=1, a file SQLite can only open read-only)
+// never run it.
 type Migrator interface {
 	Migrate(ctx context.Context, db *sql.DB) error
 }

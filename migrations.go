@@ -137,10 +137,12 @@ var coldStates sync.Map // key string → *coldState
 // lease). A shared in-memory database is checked on every connect (it
 // vanishes with its last connection) and migrated in-process only.
 //
-// Read-only opens (mode=ro, immutable=1) never migrate: they see the schema
-// as it is, and a query against a table a pending migration would create
-// fails with SQLite's own error. Open the file writable once, or run the
-// migrations with package migrate, before serving read-only connections.
+// Read-only opens (mode=ro, immutable=1, or a file SQLite opened read-only)
+// never get here (Connect, warnPendingReadOnly): they see the schema as it
+// is, pending migrations are logged, and a query against a table a pending
+// migration would create fails with SQLite's own error. Open the file
+// writable once, or run the migrations with package migrate, before
+// serving read-only connections.
 func (c *Connector) coldOpen(ctx context.Context) error {
 	if c.readOnly {
 		return nil
@@ -182,7 +184,7 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 			Table:     c.cfg.MigrationsTable,
 			NoTxWrap:  c.cfg.MigrationsNoTxWrap,
 			Engine:    leaseEng,
-			Logger:    c.cfg.Logger,
+			Logger:    c.log,
 		}
 		go func() {
 			if prev != nil {

@@ -312,8 +312,8 @@ func TestColdOpenFailingMigration(t *testing.T) {
 	for attempt := 1; attempt <= 2; attempt++ { // a failure is not cached
 		err := db.Ping()
 		me := mgMigrationError(t, err)
-		if me.Version != 5 || me.Name != "table_5" || me.Down || me.Current != 4 || me.Dirty {
-			t.Fatalf("attempt %d: %+v, want migration 5 (table_5) up, left at 4 clean", attempt, me)
+		if me.Version != 5 || me.Name != "table_5" || me.File != "5_table_5.up.sql" || me.Down || me.Current != 4 || me.Dirty {
+			t.Fatalf("attempt %d: %+v, want migration 5 (5_table_5.up.sql), left at 4 clean", attempt, me)
 		}
 		if !errors.Is(err, cleolease.ErrMigrationFailed) || errors.Is(err, cleolease.ErrMigrationDirty) {
 			t.Fatalf("attempt %d: %v should match ErrMigrationFailed only", attempt, err)
@@ -322,7 +322,7 @@ func TestColdOpenFailingMigration(t *testing.T) {
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "no such table: no_such_table") {
 			t.Fatalf("attempt %d: %v does not carry SQLite's error", attempt, err)
 		}
-		if msg := err.Error(); !strings.Contains(msg, "migration 5 (table_5) up failed") || !strings.Contains(msg, "left at version 4, clean") {
+		if msg := err.Error(); !strings.Contains(msg, "migration 5 (5_table_5.up.sql) failed") || !strings.Contains(msg, "left at version 4, clean") {
 			t.Fatalf("attempt %d: message %q", attempt, msg)
 		}
 		if v, dirty := mgVersion(t, raw); v != 4 || dirty {
@@ -499,7 +499,7 @@ func TestColdOpenDirty(t *testing.T) {
 	err = db.Ping()
 	me = mgMigrationError(t, err)
 	if me.Current != 3 || !me.Dirty || !errors.Is(err, cleolease.ErrMigrationDirty) || errors.Is(err, cleolease.ErrMigrationFailed) ||
-		!strings.Contains(err.Error(), "dirty at version 3 (half)") {
+		!strings.Contains(err.Error(), "dirty at version 3 (3_half.up.sql)") || me.File != "3_half.up.sql" {
 		t.Fatalf("reopen: %v, want the dirty error naming version 3", err)
 	}
 	if v, dirty := mgVersion(t, raw); v != 3 || !dirty {

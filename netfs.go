@@ -90,12 +90,10 @@ func (c *Connector) checkFileSystem(ctx context.Context) error {
 	dir := databaseDir(c.path)
 	info, derr := detectFileSystem(dir)
 	if derr != nil {
-		if l := c.cfg.Logger; l != nil {
-			l.LogAttrs(ctx, slog.LevelDebug, "cleolease: cannot tell the database's filesystem", slog.String("dir", dir), slog.String("err", derr.Error()))
-		}
+		c.log.LogAttrs(ctx, slog.LevelDebug, "cleolease: cannot tell the database's filesystem", slog.String("dir", dir), slog.String("err", derr.Error()))
 		return nil
 	}
-	err = decideFileSystem(ctx, dir, info, c.cfg.NetworkFS, c.cfg.Logger)
+	err = decideFileSystem(ctx, dir, info, c.cfg.NetworkFS, c.log)
 	c.mu.Lock()
 	c.fsChecked, c.fsErr = true, err
 	c.remoteHolders = err == nil && info.Network

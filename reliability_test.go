@@ -44,6 +44,18 @@ func relTxWrite(ctx context.Context, db *sql.DB, v string) error {
 
 // relItems returns the values in items of the database file at path,
 // after checking its integrity (read-only, raw go-sqlite3).
+// relQueryRow reads one row of query from the file at path, read-only,
+// into dest.
+func relQueryRow(t *testing.T, path, query string, dest ...any) error {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return db.QueryRow(query).Scan(dest...)
+}
+
 func relItems(t *testing.T, path string) map[string]bool {
 	t.Helper()
 	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=10000")
@@ -229,8 +241,13 @@ func TestReliabilityFileRenamedOverOrDeleted(t *testing.T) {
 				p := spawn(t, "intercept-hold", dsn, "GORACE=atexit_sleep_ms=0")
 				p.next(t, "READY")
 				p.send("acquire")
-				if ep := p.next(t, "HELD"); ep != "1" {
-					t.Fatalf("lease on the new file at epoch %s, want 1", ep)
+				// From scratch: the lane's first row on the new file (a new
+				// lane's first epoch is the clock floor, see lease/doc.go).
+				ep := p.next(t, "HELD")
+				var rows int
+				var first string
+				if err := relQueryRow(t, path, `SELECT count(*), coalesce(max(epoch), '') FROM _writer_leases`, &rows, &first); err != nil || rows != 1 || first != ep {
+					t.Fatalf("lease on the new file at epoch %s; the file has %d lease rows, highest epoch %q (%v): want the lane's first", ep, rows, first, err)
 				}
 				if err := relWrite(ctx, db, "x"); !errors.Is(err, cleolease.ErrFileChanged) {
 					t.Fatalf("stale engine: %v, want ErrFileChanged", err)

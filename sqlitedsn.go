@@ -134,21 +134,27 @@ func checkSQLiteQuery(dsn string) error {
 	return nil
 }
 
-// checkPrivate refuses DSNs that give every pooled connection a database
-// of its own: a private in-memory database, a temporary database (empty
-// path), or an empty path before '?'. The empty DSN passes here; the
-// connector refuses it when it connects.
-func checkPrivate(dsn string) error {
+// checkPrivate checks a Config whose DSN opens a private database: one in
+// memory (":memory:", mode=memory without cache=shared, a memdb name not
+// starting with '/') or the temporary on-disk database SQLite opens for an
+// empty file name (the empty DSN included). No other process can reach
+// such a database, so there is nothing to lease and it opens exactly as
+// with go-sqlite3; but migrations (_migrations, Config.MigrationsFS,
+// Config.Migrator) would land on the migrations' own connection, a
+// database nobody else sees, and are refused with an error matching
+// ErrPrivateMemory. A DSN whose path before '?' is empty is refused with a
+// *DSNError: go-sqlite3 v1.14.53 would open a file named after the whole
+// DSN and apply none of its parameters.
+func (c *Config) checkPrivate() error {
+	dsn := c.SQLiteDSN
 	if dsn == "" {
-		return nil
+		return c.checkPrivateMigrations("the DSN is empty: SQLite opens a private temporary on-disk database")
 	}
-	pathPart, _, _ := strings.Cut(dsn, "?")
+	pathPart, query, _ := strings.Cut(dsn, "?")
 	if pathPart == "" {
-		// go-sqlite3 v1.14.53 reads the query only when '?' is at index 1
-		// or later; here it would open a file literally named dsn with
-		// none of the parameters applied.
-		// The DSN's query is never echoed: it may carry _auth_pass.
-		return fmt.Errorf("%w (the DSN has an empty path before '?')", ErrPrivateMemory)
+		// The DSN's values are never echoed: they may carry _auth_pass.
+		key, _, _ := strings.Cut(query, "=")
+		return &DSNError{Param: key, Reason: "the DSN has an empty path before '?': go-sqlite3 would open a file named after the whole DSN and apply none of its parameters"}
 	}
 	t, err := analyzeDSN(dsn)
 	if err != nil {
@@ -156,11 +162,20 @@ func checkPrivate(dsn string) error {
 	}
 	switch {
 	case t.path == "":
-		return fmt.Errorf("%w (DSN %q has an empty path: SQLite opens a private temporary database)", ErrPrivateMemory, pathPart)
-	case t.memory && !t.shared:
-		return fmt.Errorf("%w (DSN path %q)", ErrPrivateMemory, pathPart)
+		return c.checkPrivateMigrations(fmt.Sprintf("DSN %q has an empty path: SQLite opens a private temporary database", pathPart))
+	case t.private():
+		return c.checkPrivateMigrations(fmt.Sprintf("DSN path %q", pathPart))
 	}
 	return nil
+}
+
+// checkPrivateMigrations refuses migrations on a private database, saying
+// which (what).
+func (c *Config) checkPrivateMigrations(what string) error {
+	if c.Migrations == "" && c.MigrationsFS == nil && c.Migrator == nil {
+		return nil
+	}
+	return fmt.Errorf("%w (%s; its migrations would run on a connection of their own, which no other connection sees)", ErrPrivateMemory, what)
 }
 
 // sqliteTarget is what a DSN makes go-sqlite3 and SQLite open.
@@ -174,6 +189,12 @@ type sqliteTarget struct {
 	locking  string // go-sqlite3's _locking_mode (or _locking), upper-cased
 	// queryOnly: go-sqlite3's _query_only is true; counted in readOnly.
 	queryOnly bool
+}
+
+// private reports a database that only the connection opening it can
+// reach: a temporary one (empty path) or an in-memory one not shared.
+func (t sqliteTarget) private() bool {
+	return t.path == "" || (t.memory && !t.shared)
 }
 
 // analyzeDSN models go-sqlite3 v1.14.53 Open and SQLite's URI parser
@@ -413,15 +434,21 @@ var sqliteDefaults = []struct {
 // sqliteDSNWithDefaults returns SQLiteDSN followed by the default
 // go-sqlite3 parameters it does not set itself under any alias:
 // _busy_timeout=30000, _journal_mode=WAL (not for read-only or in-memory
-// databases), _synchronous=NORMAL and _foreign_keys=1. A parameter the DSN
-// gives, even with an empty value, is left to the DSN. The caller's bytes
+// databases; a connection SQLite opens read-only drops it, readonly.go),
+// _synchronous=NORMAL and _foreign_keys=1. A parameter the DSN gives, even
+// with an empty value, is left to the DSN. The caller's bytes
 // are kept; the defaults are appended after '?' or '&'. go-sqlite3 v1.14.53
 // reads these parameters from the query of both plain paths (whose query it
 // then strips before calling SQLite) and "file:" URIs (which SQLite gets
 // whole and whose unknown parameters it ignores). An empty DSN, or one
 // whose path before '?' is empty (go-sqlite3 would not read its query), is
 // returned unchanged.
-func (c *Config) sqliteDSNWithDefaults() string {
+func (c *Config) sqliteDSNWithDefaults() string { return c.sqliteDSN(true) }
+
+// sqliteDSN returns SQLiteDSN with the defaults, the on-disk ones
+// (_journal_mode=WAL) only when onDisk: sqliteDSN(false) is what a
+// connection that SQLite opens read-only gets (readonly.go).
+func (c *Config) sqliteDSN(onDisk bool) string {
 	dsn := c.SQLiteDSN
 	if dsn == "" || dsn[0] == '?' {
 		return dsn
@@ -447,7 +474,7 @@ func (c *Config) sqliteDSNWithDefaults() string {
 		if slices.ContainsFunc(d.aliases, func(a string) bool { return set[a] }) {
 			continue
 		}
-		if d.onDisk && (memory || readOnly) {
+		if d.onDisk && (!onDisk || memory || readOnly) {
 			continue
 		}
 		b.WriteString(sep)

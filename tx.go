@@ -7,7 +7,8 @@ import (
 )
 
 // BeginTx starts a transaction. go-sqlite3 ignores driver.TxOptions
-// (mattn/go-sqlite3#685), so the driver maps them itself:
+// (mattn/go-sqlite3#685), and so does a private database (which takes no
+// lease); otherwise the driver maps them itself:
 //
 //   - ReadOnly: no lease; a deferred BEGIN, with PRAGMA query_only=1 for the
 //     transaction's duration (restored after), so a write inside it fails
@@ -23,7 +24,7 @@ import (
 // (interceptor.go). On a connection already inside a
 // transaction, SQLite's own error comes back, as from go-sqlite3.
 func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if !lc.c.leased() && !opts.ReadOnly {
+	if lc.c.private || (!lc.leased() && !opts.ReadOnly) {
 		return lc.SQLiteConn.BeginTx(ctx, opts)
 	}
 	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {

@@ -21,9 +21,10 @@ import (
 // lease exactly once.
 type leasedWrite struct {
 	lc     *leaseConn
-	h      *lease.Hold // nil: the context opted out of the lease
-	fenced bool        // the write runs inside the driver's BEGIN IMMEDIATE
-	once   sync.Once   // guards release
+	h      *lease.Hold    // nil: the context opted out of the lease
+	fenced bool           // the write runs inside the driver's BEGIN IMMEDIATE
+	fence  *lease.Fencing // the fencing of that transaction (nil without a lease)
+	once   sync.Once      // guards release
 }
 
 // release ends the hold on the lane; later calls do nothing. A transaction
@@ -35,20 +36,46 @@ func (w *leasedWrite) release() { w.once.Do(func() { releaseHold(w.h) }) }
 // transaction (tx true) always opens BEGIN IMMEDIATE, with or without a
 // lease; a statement does when it is fenceable and leased. On error
 // nothing is held.
+//
+// Right after BEGIN IMMEDIATE the lease is checked (lease.Hold.FenceBegin).
+// A lease this write took itself (not one it re-entered from the context)
+// that turns out to be gone — the row this process kept between writes was
+// broken, taken over, or removed by a tool that dropped the lease tables —
+// is taken again before any of the caller's statements runs: nothing was
+// written under it, so the caller sees only the wait.
 func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (*leasedWrite, error) {
-	h, err := lc.c.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := &leasedWrite{lc: lc, h: h, fenced: tx || (k.fenceable && h != nil)}
-	if w.fenced {
+	for attempt := 0; ; attempt++ {
+		h, err := lc.c.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w := &leasedWrite{lc: lc, h: h, fenced: tx || (k.fenceable && h != nil)}
+		if !w.fenced {
+			return w, nil
+		}
 		if err := lc.beginImmediate(ctx, h); err != nil {
 			releaseHold(h)
 			return nil, err
 		}
+		if h == nil {
+			return w, nil
+		}
+		f, lost, _ := h.FenceBegin(ctx, fenceQuerier{lc})
+		if lost && !h.Reentrant() && attempt < maxRetakes {
+			lc.rollback()
+			releaseHold(h)
+			continue
+		}
+		// A lost lease, or a failed read, fails the commit (f.Check).
+		w.fence = f
+		return w, nil
 	}
-	return w, nil
 }
+
+// maxRetakes bounds how many times one write takes the lease again after
+// finding it gone right after BEGIN (see startWrite): each retake claims
+// the lane anew, so a second loss in a row means someone keeps breaking it.
+const maxRetakes = 2
 
 // finish ends a statement's write: it commits (fenced; a lost lease rolls
 // back and returns an error wrapping ErrLeaseLost) and returns runErr, or
@@ -67,11 +94,11 @@ func (w *leasedWrite) finish(runErr error) error {
 	}
 	if runErr != nil {
 		if !w.lc.SQLiteConn.AutoCommit() {
-			w.lc.commitFenced(w.h) // rolls back when it cannot commit
+			w.lc.commitFenced(w.fence) // rolls back when it cannot commit
 		}
 		return runErr
 	}
-	return w.lc.commitFenced(w.h)
+	return w.lc.commitFenced(w.fence)
 }
 
 // abort rolls back the transaction the write opened and releases the
@@ -147,13 +174,13 @@ func (lc *leaseConn) rollback() {
 	}
 }
 
-// commitFenced checks the lease inside the transaction, then commits; a
-// lost lease rolls back and returns the typed error. SQLite's own errors
-// come back unchanged.
-func (lc *leaseConn) commitFenced(h *lease.Hold) error {
+// commitFenced checks the lease inside the transaction (f: nil without a
+// lease), then commits; a lost lease rolls back and returns the typed
+// error. SQLite's own errors come back unchanged.
+func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 	ctx := context.Background()
-	if h != nil {
-		if err := h.Fence(ctx, fenceQuerier{lc}); err != nil {
+	if f != nil {
+		if err := f.Check(ctx, fenceQuerier{lc}, !lc.SQLiteConn.AutoCommit()); err != nil {
 			lc.rollback()
 			return err
 		}
@@ -162,24 +189,33 @@ func (lc *leaseConn) commitFenced(h *lease.Hold) error {
 		lc.rollback()
 		return err
 	}
+	if f != nil {
+		f.Committed()
+	}
 	return nil
 }
 
-// fenceQuerier serves Hold.Fence from a statement prepared once per
-// connection: Fence runs one query text for every hold of an engine, and a
-// connection belongs to one connector, so to one engine.
+// fenceQuerier serves the fencing checks from statements prepared once
+// per connection: they send the same few query texts for every hold of an
+// engine (see lease.Hold.Fence), and a connection belongs to one
+// connector, so to one engine.
 type fenceQuerier struct{ lc *leaseConn }
 
 func (f fenceQuerier) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	lc := f.lc
-	if lc.fence == nil {
-		st, err := lc.SQLiteConn.PrepareContext(ctx, query)
+	st := lc.fence[query]
+	if st == nil {
+		ps, err := lc.SQLiteConn.PrepareContext(ctx, query)
 		if err != nil {
 			return nil, err
 		}
-		lc.fence = st.(*sqlite3.SQLiteStmt)
+		st = ps.(*sqlite3.SQLiteStmt)
+		if lc.fence == nil {
+			lc.fence = map[string]*sqlite3.SQLiteStmt{}
+		}
+		lc.fence[query] = st
 	}
-	return lc.fence.QueryContext(ctx, args)
+	return st.QueryContext(ctx, args)
 }
 
 func releaseHold(h *lease.Hold) {

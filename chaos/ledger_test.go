@@ -466,6 +466,7 @@ func (r *ledgerRun) dumpStacks() {
 type summary struct {
 	entries, acked, ambiguous int64
 	epochs, maxEpoch          int64
+	issued                    int64 // epochs issued from the first entry's on (a lane's first epoch is the clock floor)
 	starts                    int
 	events, errors, modes     map[string]int
 	vkinds                    map[string]int // violations by kind
@@ -479,7 +480,8 @@ func (s *summary) add(o summary) {
 	s.acked += o.acked
 	s.ambiguous += o.ambiguous
 	s.epochs += o.epochs
-	s.maxEpoch += o.maxEpoch
+	s.maxEpoch = max(s.maxEpoch, o.maxEpoch)
+	s.issued += o.issued
 	s.starts += o.starts
 	s.violations += o.violations
 	s.wall += o.wall
@@ -527,8 +529,8 @@ func kv(m map[string]int) string {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | violations=%d %s | %s",
-		s.entries, s.acked, s.ambiguous, s.epochs, s.maxEpoch, s.starts, kv(s.events), kv(s.errors), kv(s.modes),
+	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued since the first entry's=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | violations=%d %s | %s",
+		s.entries, s.acked, s.ambiguous, s.epochs, s.issued, s.starts, kv(s.events), kv(s.errors), kv(s.modes),
 		s.stats.Grants, s.stats.Claims, s.stats.Handoffs, s.stats.Lost, s.stats.Fenced, s.stats.Unavailable,
 		s.stats.ReclaimDead, s.stats.ReclaimTTL, s.stats.DeadWaiters, s.violations, kv(s.vkinds), s.wall.Round(time.Second))
 }
@@ -635,6 +637,9 @@ func (r *ledgerRun) check() summary {
 	if err := raw.QueryRow(`SELECT coalesce(max(epoch), 0), count(*) FILTER (WHERE active = 1) FROM _writer_leases WHERE scope = ? AND lane = ?`,
 		ledgerScope, ledgerLane).Scan(&s.maxEpoch, &active); err != nil {
 		violate("lease-table", "reading _writer_leases: %v", err)
+	}
+	if len(ledger) > 0 && s.maxEpoch >= ledger[0].epoch {
+		s.issued = s.maxEpoch - ledger[0].epoch + 1
 	}
 	if prevEpoch > s.maxEpoch {
 		violate("epoch-unissued", "entries carry epoch %d, above the highest epoch ever issued %d", prevEpoch, s.maxEpoch)

@@ -51,14 +51,14 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	}
 	if err := l.enter(ctx, bound); err != nil {
 		if err == errWaitBound {
-			return l.unavailable(ctx, opts, false)
+			return l.unavailable(ctx, opts, false, time.Since(start))
 		}
 		return nil, l.ctxErr(err)
 	}
 	g, claimed, err := l.ensureRow(ctx, bound, opts)
 	if err != nil {
 		if err == errWaitBound {
-			return l.unavailable(ctx, opts, true)
+			return l.unavailable(ctx, opts, true, time.Since(start))
 		}
 		l.leave()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -78,7 +78,10 @@ func (l *laneState) ctxErr(err error) error {
 	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
 }
 
-func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool) (*Hold, error) {
+// unavailable ends a wait that reached opts.Wait after waited: an
+// ErrUnavailable in mode require, else a degraded Hold, logged at warning
+// level with the file, the lane, the wait and the holder waited on.
+func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
 	l.mu.Lock()
 	who := l.lastWaitInfo
 	l.mu.Unlock()
@@ -94,7 +97,7 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 	}
 	l.e.stats.Degraded.Add(1)
 	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
-		"scope", l.scope, "lane", l.lane, "waited", opts.Wait, "holder", who)
+		"scope", l.scope, "lane", l.lane, "waited", waited, "wait", opts.Wait, "holder", who)
 	return &Hold{l: l, gateHeld: gateHeld}, nil
 }
 

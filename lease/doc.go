@@ -32,13 +32,52 @@
 // did not serve. A waiter that learns nothing looks again after a bounded
 // poll, so a lost datagram costs time, never safety.
 //
-// A write made under a Hold checks, inside its own transaction and just
-// before COMMIT, that its (holder, epoch) is still the active row (Fence):
-// a holder that lost the lane — broken, reclaimed, handed over — rolls back.
+// A write made under a Hold checks, inside its own transaction, right
+// after BEGIN IMMEDIATE and again just before COMMIT, that its (holder,
+// epoch) is still the active row (Fencing): a holder that lost the lane —
+// broken, taken over, its row deleted by another connection — rolls back,
+// and the error names which. A row that was active at BEGIN and is gone at
+// COMMIT was removed by the transaction itself (it holds SQLite's write
+// lock in between): that transaction commits, and the grant ends.
 // A holder that died is recognised from its lifetime lock (liveness.go), or
 // from its pid and start time when no lock can be tested, and its lane is
 // reclaimed at epoch + 1 without waiting out a TTL; a holder that is alive
 // but hung is never robbed, unless the opt-in StealAfterTTL says so.
+//
+// # The lease tables in the user's database
+//
+// The tables live in the user's file, where tools that walk the schema
+// meet them: golang-migrate's Drop drops every table, an application may
+// empty every table in one transaction, an export may skip them. A
+// transaction that drops or empties them commits (Fencing); the engine
+// recreates the tables, with their indexes, the next time it needs them
+// (tryImmediate, when SQLite says "no such table"), and reads a missing
+// table as a lane without a row. _writer_queue has no AUTOINCREMENT, so the
+// lease tables never create sqlite_sequence, which SQLite refuses to drop.
+//
+// Epochs must keep increasing across the loss of the rows that carried
+// them, so the next epoch needs a floor that does not live in the dropped
+// table. Kept in memory alone (the highest epoch this process has seen),
+// it would not reach another process; kept in another table or in the
+// database header, the same tools would drop or rewrite it; kept in the
+// sidecar, it would not reach another host sharing the file (a LiteFS
+// cluster) and would go with the sidecar, which the last process removes.
+// The floor is therefore the wall clock, in microseconds since the Unix
+// epoch, with this process's high-water mark on top: a lane whose row has
+// to be inserted — a new lane, or one whose rows or tables were deleted —
+// starts at max(highest remaining epoch + 1, clock, high-water mark + 1);
+// every other grant is the row's epoch + 1, as before. Epochs issued that
+// way never run ahead of the clock that issued them (a grant is an SQLite
+// write transaction: far more than a microsecond), so an epoch taken after
+// the loss exceeds every earlier one provided the clock reading it is not
+// behind the clock that issued them: on one host, unless the wall clock is
+// stepped back (by more than the time since the last grant; within one
+// process the high-water mark covers even that); across hosts, when their
+// clocks differ by less than the time between the last grant of one and
+// the first of the other. A grant that finds the lane's row is not
+// floored: a copy of the file that missed the last grants (a LiteFS
+// replica promoted before they arrived) hands out its row's epoch + 1. See
+// epochFloor in recreate.go.
 //
 // The operating-system mechanisms — liveness locks, the datagram doorbell,
 // file and process watches, process and file identity — live in
@@ -61,9 +100,12 @@
 //   - hold: one caller's use of a grant, from Acquire to Release (hold.go);
 //     holds re-enter a grant already held through the context (WithHold).
 //   - epoch: the fencing token, strictly increasing per (scope, lane),
-//     never reused: every claim, hand-off and reclaim writes epoch + 1.
+//     never reused: every claim, hand-off and reclaim writes epoch + 1; a
+//     lane's first row (or one recreated after its rows were deleted)
+//     starts at the clock floor (see above).
 //   - fencing: the check, inside the writer's own transaction, that its
-//     (holder, epoch) is still the active row (Hold.Fence).
+//     (holder, epoch) is still the active row (Hold.FenceBegin and
+//     Fencing.Check; Hold.Fence for a caller that cannot check at BEGIN).
 //   - registration: a waiter's datagram to the holder saying that it waits,
 //     and where it stands in line; the holder orders registrations in
 //     memory with the queue rows, instead of each waiter writing a row
@@ -85,7 +127,9 @@
 // engine.go (an engine per file), gate.go, acquire.go (Acquire, release,
 // slice), claim.go (waiting for a lane), handoff.go, inbox.go
 // (registrations), want.go, linger.go, order.go (grant order, pure),
-// store.go (every statement on the lease tables), schema.go, liveness.go,
+// store.go (every statement on the lease tables), schema.go, recreate.go
+// (the tables dropped or emptied: recreation, the epoch floor, what became
+// of a lost row), liveness.go,
 // doorbell.go and wire.go, heartbeat.go, hold.go (Hold and the fence),
 // status.go and inspect.go (reading the tables without the engine).
 package lease

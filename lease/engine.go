@@ -34,8 +34,11 @@ type Options struct {
 	DSN string
 	// Driver opens the engine's private connection: the connector's base
 	// driver, so that its ConnectHook and extensions run on that connection
-	// too. nil means a plain &sqlite3.SQLiteDriver{}. Every Open of one file
-	// in a process must pass the same Driver (ErrDriverMismatch otherwise).
+	// too; the callbacks the hook registers there (update, commit, rollback
+	// and pre-update hooks, authorizer, trace) are then cleared, so that
+	// they never run for the engine's statements. nil means a plain
+	// &sqlite3.SQLiteDriver{}. Every Open of one file in a process must
+	// pass the same Driver (ErrDriverMismatch otherwise).
 	Driver *sqlite3.SQLiteDriver
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration
@@ -400,8 +403,11 @@ func (e *Engine) errf(op, scope, lane string, err error, reason string) *Error {
 
 func (e *Engine) nowMS() int64 { return e.clock.Now().UnixMilli() }
 
+// logf logs msg at level with the file's path and args, when the logger
+// takes that level (the check comes first: debug records are made on the
+// hot path, and the connector's default logger drops them).
 func (e *Engine) logf(level slog.Level, msg string, args ...any) {
-	if e.log != nil {
+	if e.log != nil && e.log.Enabled(context.Background(), level) {
 		e.log.Log(context.Background(), level, msg, append([]any{"path", e.path}, args...)...)
 	}
 }
@@ -436,7 +442,21 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 	}
 }
 
+// tryImmediate is one attempt of immediateOp. When the lease tables were
+// dropped since the engine created them (missingTable), it recreates them
+// and tries once more.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	err := e.tryImmediateOnce(ctx, op, fn)
+	if op != "bootstrap" && missingTable(err) {
+		if err := e.recreate(ctx); err != nil {
+			return err
+		}
+		err = e.tryImmediateOnce(ctx, op, fn)
+	}
+	return err
+}
+
+func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if err := e.fault(op); err != nil {
 		return err
 	}

@@ -15,8 +15,10 @@ var (
 	// the lane (mode require), or the engine could not run at all.
 	ErrUnavailable = errors.New("lease unavailable")
 	// ErrLost: the caller's (holder, epoch) is no longer the active one — the
-	// lane was broken administratively, reclaimed, or its row vanished. A
-	// fenced commit that finds this rolls back.
+	// lane was broken administratively, taken over by another holder, or its
+	// row deleted by another connection; the *Error's Reason says which. A
+	// fenced commit that finds this rolls back (a transaction that removed
+	// the row itself is no loss: it commits, see Fencing).
 	ErrLost = errors.New("lease lost")
 	// ErrFileChanged: the database path now names another file (different
 	// device or inode) than the one this engine was opened on.

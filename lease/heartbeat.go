@@ -48,7 +48,7 @@ func (e *Engine) beat() {
 		cancel()
 		if err == errLostRow {
 			if !g.given.Load() { // not gone by our own hand-off
-				l.markLost(g, "heartbeat found the row gone or re-epoched")
+				l.markLost(g, l.whyGone(context.Background(), dbReader(e.db), g))
 			}
 		} else if errors.Is(err, ErrFileChanged) {
 			l.markLost(g, "database file replaced or removed")

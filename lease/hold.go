@@ -49,8 +49,9 @@ func (h *Hold) Degraded() bool { return h.g == nil }
 // competition for SQLite's write lock.
 func (h *Hold) Claimed() bool { return h.claimed }
 
-// reentrant reports whether this Hold re-entered an outer one.
-func (h *Hold) reentrant() bool { return h.root != nil }
+// Reentrant reports whether this Hold re-entered an outer one (WithHold)
+// rather than acquiring the lane itself.
+func (h *Hold) Reentrant() bool { return h.root != nil }
 
 // Held reports, from memory and without I/O, whether this Hold still
 // believes it holds the lease: not released, not degraded, not known lost.
@@ -81,8 +82,8 @@ func (h *Hold) Check(ctx context.Context) error {
 		return h.l.e.db.QueryRowContext(ctx, fenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
 	})
 	if err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			h.l.markLost(h.g, "check found another holder")
+		if errors.Is(err, sql.ErrNoRows) || missingTable(err) {
+			h.l.markLost(h.g, h.l.whyGone(ctx, dbReader(h.l.e.db), h.g))
 			return h.lostErr("check")
 		}
 		return err
@@ -99,11 +100,97 @@ const fenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND 
 // write transaction it is about to commit — so that the check and the
 // commit are atomic: nil means the commit may proceed; an *Error wrapping
 // ErrLost means it must roll back. A degraded or in-memory grant always
-// passes (it has nothing to fence). Fence sends q one query text for every
-// Hold of an Engine (with four or five positional arguments), so q may
-// prepare the first query it receives once per connection and run that
-// statement for every later call.
+// passes (it has nothing to fence). Fence alone cannot tell a row this very
+// transaction removed (a user dropping the lease tables) from a lost lease:
+// callers that can run a check right after their BEGIN IMMEDIATE use
+// FenceBegin and Fencing.Check instead. The checks send q the same few
+// query texts for every Hold of an Engine (fenceSQL, fenceRefreshSQL under
+// StealAfterTTL, and goneSQL after a failed check), so q may keep each
+// prepared once per connection.
 func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
+	return (&Fencing{h: h}).check(ctx, q, false)
+}
+
+// Fencing is the fencing of one write transaction made under a Hold: the
+// check right after its BEGIN IMMEDIATE (FenceBegin) and the one just
+// before its COMMIT (Check), both on the transaction's own connection. It
+// lets a transaction commit that removed the lease row or the lease tables
+// itself (golang-migrate's Drop, an application emptying every table),
+// which Fence alone would take for a lost lease.
+//
+// Why that is safe. FenceBegin runs after BEGIN IMMEDIATE returned and
+// before any statement of the caller. From then until the transaction ends
+// its connection holds SQLite's write lock on the file (RESERVED in
+// rollback-journal mode, the WAL write lock in WAL mode; in a shared cache
+// the cache's one write transaction), so no other connection — no other
+// process, no Break, not the engine's own connection — can change the
+// database; the lock is given up only when the transaction ends. So when
+// FenceBegin found (holder, epoch) active, every difference Check sees
+// before COMMIT was made by this transaction: nobody else can have been
+// granted the lane meanwhile, and the commit may go ahead. The exception
+// holds only while the transaction is still open (Check's open argument):
+// a COMMIT or ROLLBACK inside the caller's SQL, or SQLite's automatic
+// rollback after an error such as SQLITE_FULL, ends the transaction and
+// frees the lock, and then a missing row is a loss as before. After such a
+// commit the grant is over (Committed): the lane's row is gone, and the
+// next write claims the lane again, at a higher epoch (see epochFloor).
+type Fencing struct {
+	h     *Hold
+	begun bool  // FenceBegin found (holder, epoch) active
+	lost  error // FenceBegin's finding when it did not (an *Error wrapping ErrLost)
+	self  bool  // Check found the row removed or changed by this transaction
+}
+
+// FenceBegin runs the fencing check on q — the caller's connection — right
+// after the caller's BEGIN IMMEDIATE and before any of its statements, and
+// returns the transaction's Fencing. A Hold that has nothing to fence
+// (degraded, in memory) returns a Fencing whose Check always passes. Lost
+// reports that (holder, epoch) was not the active row at BEGIN (the grant
+// is then marked lost, so a caller that has run nothing yet may roll back
+// and acquire again); err is an error of q (the Fencing then fails its
+// Check with it).
+func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fencing, lost bool, err error) {
+	f = &Fencing{h: h}
+	if h.g == nil || h.l.e.opts.MemoryOnly {
+		f.begun = true
+		return f, false, nil
+	}
+	if h.g.lost.Load() {
+		f.lost = h.lostErr("commit")
+		return f, true, nil
+	}
+	held, err := h.fenceRead(ctx, q, false)
+	switch {
+	case err != nil && !missingTable(err):
+		f.lost = err
+		return f, false, err
+	case !held:
+		h.l.markLost(h.g, h.l.whyGone(ctx, connReader(q), h.g))
+		f.lost = h.lostErr("commit")
+		return f, true, nil
+	}
+	f.begun = true
+	return f, false, nil
+}
+
+// Check runs the fencing check on q just before COMMIT: nil means the
+// commit may proceed; an *Error wrapping ErrLost means it must roll back.
+// open reports that the transaction FenceBegin saw begin is still open on
+// q (not ended by a COMMIT or ROLLBACK of the caller's, or by SQLite).
+func (f *Fencing) Check(ctx context.Context, q driver.QueryerContext, open bool) error {
+	if f.lost != nil {
+		if le := (*Error)(nil); errors.As(f.lost, &le) {
+			f.h.l.e.stats.Fenced.Add(1)
+		}
+		return f.lost
+	}
+	return f.check(ctx, q, f.begun && open)
+}
+
+// check is the check before COMMIT; begun says that FenceBegin found the
+// row active in this same, still open, transaction.
+func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool) error {
+	h := f.h
 	if h.g == nil || h.l.e.opts.MemoryOnly {
 		return nil
 	}
@@ -114,11 +201,43 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	if err := h.l.e.fault("fence"); err != nil {
 		return err
 	}
-	query, args := fenceSQL, []driver.NamedValue{
-		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
-		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
+	held, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
+	switch {
+	case held:
+		return nil
+	case begun:
+		// Removed or changed by this very transaction (see Fencing) —
+		// the table dropped, the row deleted or rewritten, or the table
+		// recreated with other columns (the read then fails).
+		f.self = true
+		return nil
+	case err != nil && !missingTable(err):
+		return err
 	}
-	if h.l.e.opts.StealAfterTTL {
+	h.l.markLost(h.g, h.l.whyGone(ctx, connReader(q), h.g))
+	h.l.e.stats.Fenced.Add(1)
+	return h.lostErr("commit")
+}
+
+// Committed tells the Fencing that its transaction committed. When the
+// transaction removed or changed the lease row itself, the grant ends here
+// (the lane is no longer this process's: the next write claims it again,
+// recreating the tables if they were dropped).
+func (f *Fencing) Committed() {
+	if f.self {
+		f.h.l.endGrant(f.h.g)
+	}
+}
+
+// fenceRead runs the fencing query on q: held reports that (holder, epoch)
+// is the active row of the lane. A missing lease table is an error
+// (missingTable). With refresh (the check before COMMIT under the
+// TTL-steal policy) it also refreshes heartbeat_at: once per transaction,
+// the one write of the lease row a user's update hook on that connection
+// sees.
+func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh bool) (held bool, err error) {
+	query, args := fenceSQL, h.fenceArgs()
+	if refresh {
 		// Under the TTL-steal policy a long transaction would end with a
 		// stale heartbeat; refresh it in the same transaction as the data.
 		query, args = fenceRefreshSQL, []driver.NamedValue{
@@ -128,21 +247,38 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 	}
 	rows, err := q.QueryContext(ctx, query, args)
 	if err != nil {
-		return err
+		return false, err
 	}
 	dest := make([]driver.Value, len(rows.Columns()))
 	err = rows.Next(dest)
 	rows.Close()
 	if err == io.EOF {
-		h.l.markLost(h.g, "fenced commit found another holder")
-		h.l.e.stats.Fenced.Add(1)
-		return h.lostErr("commit")
+		return false, nil
 	}
-	return err
+	return err == nil, err
+}
+
+// fenceArgs are fenceSQL's arguments for h's grant, built once per grant
+// (they do not change; the driver only reads them).
+func (h *Hold) fenceArgs() []driver.NamedValue {
+	if p := h.g.fenceArgs.Load(); p != nil {
+		return *p
+	}
+	args := []driver.NamedValue{
+		{Ordinal: 1, Value: h.l.scope}, {Ordinal: 2, Value: h.l.lane},
+		{Ordinal: 3, Value: h.l.e.holderID}, {Ordinal: 4, Value: h.g.epoch},
+	}
+	h.g.fenceArgs.Store(&args)
+	return args
 }
 
 func (h *Hold) lostErr(op string) error {
-	e := h.l.e.errf(op, h.l.scope, h.l.lane, ErrLost, "the lane was broken, reclaimed or handed over")
+	why := h.g.why.Load()
+	reason := "the lane is no longer this holder's"
+	if why != nil {
+		reason = *why
+	}
+	e := h.l.e.errf(op, h.l.scope, h.l.lane, ErrLost, reason)
 	e.Epoch = h.g.epoch
 	return e
 }

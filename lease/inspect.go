@@ -64,7 +64,16 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	ask := func(qs []holderQuery) (map[laneKey]*holderAnswer, string) {
 		return askHolders(resolved, platform.FileID{Dev: dev, Ino: ino}, qs, holderAnswerWait)
 	}
-	return readStatus(ctx, db, probe, clock, locks, ask)
+	out, err := readStatus(ctx, db, probe, clock, locks, ask)
+	if err == nil && locks == nil && platform.KeepsLocks {
+		// No liveness locks' files: no process has the database open
+		// through cleolease (each keeps its lifetime lock there), so none
+		// waits. Waiting is -1 only where waiting cannot be told.
+		for i := range out {
+			out[i].Waiting = max(out[i].Waiting, 0)
+		}
+	}
+	return out, err
 }
 
 // ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes

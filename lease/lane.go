@@ -2,6 +2,7 @@ package lease
 
 import (
 	"container/list"
+	"database/sql/driver"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,11 @@ type grant struct {
 	// over the row (cleared if that fails): a heartbeat racing with it then
 	// finds the row gone, and must not call the grant lost.
 	given atomic.Bool
+	// why says how the grant ended once lost is set (the reason of the
+	// *Error wrapping ErrLost); the first reason recorded wins.
+	why atomic.Pointer[string]
+	// fenceArgs caches the fencing check's arguments (Hold.fenceArgs).
+	fenceArgs atomic.Pointer[[]driver.NamedValue]
 }
 
 // laneState is one (scope, lane) of an Engine. Its fields, by kind (the
@@ -52,6 +58,10 @@ type laneState struct {
 	// The inbox of waiters' registrations and requests to look (inbox.go).
 	pending map[string]registration // waiters that told us they wait, by holder id
 	looks   atomic.Int64            // requests to look at this lane (see lookArrived)
+
+	// highEpoch is the highest epoch this process has seen the lane carry
+	// (see epochFloor); atomic.
+	highEpoch atomic.Int64
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
@@ -59,6 +69,9 @@ func newLane(e *Engine, scope, lane string) *laneState {
 }
 
 func (l *laneState) setRow(g *grant) {
+	if g != nil {
+		l.noteEpoch(g.epoch)
+	}
 	l.mu.Lock()
 	l.row, l.incoming = g, false
 	if g != nil {
@@ -74,9 +87,11 @@ func (l *laneState) currentRow() *grant {
 }
 
 func (l *laneState) markLost(g *grant, why string) {
+	g.why.CompareAndSwap(nil, &why)
+	l.noteEpoch(g.epoch)
 	if g.lost.CompareAndSwap(false, true) {
 		l.e.stats.Lost.Add(1)
-		l.e.logf(slog.LevelWarn, "cleolease: lease lost", "scope", l.scope, "lane", l.lane, "epoch", g.epoch, "reason", why)
+		l.e.logf(slog.LevelWarn, "cleolease: lease lost", "scope", l.scope, "lane", l.lane, "epoch", g.epoch, "reason", *g.why.Load())
 	}
 	l.mu.Lock()
 	if l.row == g {

@@ -74,7 +74,7 @@ func TestReentrancyAndSingleFlight(t *testing.T) {
 			mu.Unlock()
 			// Nested acquisition through the context re-enters.
 			inner, err := e.Acquire(WithHold(ctx, h), "s", "l", req)
-			if err != nil || inner.Epoch() != h.Epoch() || !inner.reentrant() {
+			if err != nil || inner.Epoch() != h.Epoch() || !inner.Reentrant() {
 				t.Errorf("re-entry: %v, epoch %d vs %d", err, inner.Epoch(), h.Epoch())
 			}
 			inner.Release()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cleocode/cleolease/internal/busy"
+	"github.com/cleocode/cleolease/internal/callbacks"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -23,7 +24,8 @@ func withStmtCache(dsn string) string {
 }
 
 // leaseConnector opens the engine's private connection on the raw
-// go-sqlite3 driver (never through cleolease) with busy_timeout 0.
+// go-sqlite3 driver (never through cleolease) with busy_timeout 0 and
+// without the callbacks the driver's ConnectHook registered.
 type leaseConnector struct {
 	dsn      string
 	drv      *sqlite3.SQLiteDriver // nil: a plain go-sqlite3 driver
@@ -65,6 +67,10 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	sc := conn.(*sqlite3.SQLiteConn)
+	if err := callbacks.Clear(sc); err != nil {
+		sc.Close()
+		return nil, err
+	}
 	if !c.readOnly {
 		if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
 			sc.Close()
@@ -77,7 +83,11 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // Driver is the connector's base driver: the one the engine was opened
-// with (Options.Driver), so that its ConnectHook runs here too.
+// with (Options.Driver), so that its ConnectHook runs here too (what it
+// sets for the file, such as SQLITE_FCNTL_PERSIST_WAL, must hold on every
+// connection). Connect then clears the hook's callbacks (update, commit,
+// rollback and pre-update hooks, authorizer, trace): they are the
+// application's, and must neither see nor veto the engine's bookkeeping.
 func (c *leaseConnector) Driver() driver.Driver {
 	if c.drv != nil {
 		return c.drv

@@ -12,6 +12,15 @@ import (
 // holder_pid, ttl_ms and arrival (the waiter's place in line, taken from
 // the sidecar's counter when it arrived) are cleolease's additions, all
 // nullable, so a file shared with the original stays mutually exclusive.
+//
+// _writer_queue's ticket is a plain INTEGER PRIMARY KEY, not AUTOINCREMENT
+// as in the original's migration: AUTOINCREMENT creates sqlite_sequence,
+// which SQLite never lets anyone drop, so tools that drop every table (such
+// as golang-migrate's Drop) would fail on a file only because of the lease
+// tables. A new row still gets a ticket above every row present (SQLite's
+// max(rowid) + 1), which is all the order needs: a ticket is only ever
+// used in the transaction that read it (see head and dropTicket).
+// Files that already have the table keep it as it is.
 const (
 	ddlLeases = `CREATE TABLE IF NOT EXISTS _writer_leases (
 	id INTEGER PRIMARY KEY,
@@ -30,7 +39,7 @@ const (
 )`
 	ddlLeasesIndex = `CREATE UNIQUE INDEX IF NOT EXISTS ux_writer_leases_active ON _writer_leases(scope, lane) WHERE active = 1`
 	ddlQueue       = `CREATE TABLE IF NOT EXISTS _writer_queue (
-	ticket INTEGER PRIMARY KEY AUTOINCREMENT,
+	ticket INTEGER PRIMARY KEY,
 	scope TEXT NOT NULL,
 	lane TEXT NOT NULL,
 	holder_id TEXT NOT NULL,

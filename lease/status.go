@@ -59,8 +59,10 @@ type LaneStatus struct {
 	Waiters []WaiterStatus `json:"waiters"`
 	// Waiting counts the processes that announce in the liveness locks
 	// that they wait for the lane, named in Waiters or not; -1 when it
-	// cannot be told (no liveness locks). At most 1,000. Engine.Status
-	// does not count the calling process's own waiter.
+	// cannot be told (the platform, or the engine, keeps no liveness
+	// locks). At most 1,000. Engine.Status does not count the calling
+	// process's own waiter; Inspect counts 0 when the liveness locks'
+	// files do not exist (no process has the database open).
 	Waiting int `json:"waiting"`
 	// Unnamed counts the waiting processes Waiters does not name.
 	Unnamed int `json:"unnamed"`
@@ -98,6 +100,9 @@ type laneRead struct {
 func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clock Clock, locks platform.Locks,
 	ask func([]holderQuery) (map[laneKey]*holderAnswer, string)) ([]LaneStatus, error) {
 	rows, err := readLanes(ctx, db)
+	if missingTable(err) {
+		return []LaneStatus{}, nil // dropped: no lane has a row (the next write recreates them)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +298,7 @@ func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64,
 		// If the broken holder is this very process, forget the row.
 		l := e.lane(scope, lane)
 		if g := l.currentRow(); g != nil && g.epoch == out.Epoch && out.ID == e.holderID {
-			l.markLost(g, "broken administratively")
+			l.markLost(g, "the lane was broken administratively (Break)")
 		}
 	}
 	return out, err

@@ -21,8 +21,14 @@ const activeSQL = `SELECT id, holder_id, holder_pid, epoch, heartbeat_at, ttl_ms
 	typeof(holder_id) = 'text' AND typeof(epoch) = 'integer'
 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 LIMIT 2`
 
+// readActive reads the active row of (scope, lane): nil when there is
+// none, also when the lease tables were dropped (the claim that follows
+// recreates them, see tryImmediate).
 func readActive(ctx context.Context, q querier, scope, lane string) (*row, error) {
 	rows, err := q.QueryContext(ctx, activeSQL, scope, lane)
+	if missingTable(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +66,9 @@ func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, er
 	rows, err := q.QueryContext(ctx, `SELECT ticket, holder_id, priority, enqueued_at, holder_pid IS NULL,
 		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0), coalesce(arrival, 0)
 		FROM _writer_queue WHERE scope = ? AND lane = ? ORDER BY ticket`, scope, lane)
+	if missingTable(err) {
+		return nil, nil // dropped: nobody is queued (see readActive)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +103,9 @@ type grantArgs struct {
 // is set, that row is rewritten in place, guarded by its holder and epoch
 // (errLostRow if it changed); otherwise the newest released row is reused,
 // or a row inserted. Either way one row per lane carries the high-water
-// epoch, so epochs never go back and the table does not grow.
+// epoch, so epochs never go back and the table does not grow. An inserted
+// row starts at epochFloor, so that a lane whose rows were deleted (or
+// whose tables were dropped) does not count again from 1.
 func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, a grantArgs) (*grant, error) {
 	prev := a.prev
 	now := l.e.nowMS()
@@ -144,8 +155,8 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 			err = c.QueryRowContext(ctx, `INSERT INTO _writer_leases
 				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)
 				VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1, 1, ?7, ?8,
-					(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1)
-				RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
+					max((SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1, ?9))
+				RETURNING id, epoch`, append(args, l.epochFloor())...).Scan(&g.id, &g.epoch)
 		}
 	}
 	if err != nil {
@@ -154,6 +165,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	if g.epoch <= 0 || g.epoch >= 1<<62 {
 		return nil, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, g.epoch)
 	}
+	l.noteEpoch(g.epoch)
 	if a.dequeue {
 		if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
 			return nil, err
@@ -231,9 +243,11 @@ func beatRow(ctx context.Context, q querier, rowID int64, holderID string, epoch
 	return nil
 }
 
-// freeRow frees the active row id at epoch, whoever holds it (Break).
+// freeRow frees the active row id at epoch, whoever holds it (Break),
+// marking it broken (brokenDepth) for the holder it fences.
 func freeRow(ctx context.Context, q querier, rowID, epoch int64) error {
-	_, err := q.ExecContext(ctx, `UPDATE _writer_leases SET active = 0 WHERE id = ? AND epoch = ? AND active = 1`, rowID, epoch)
+	_, err := q.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = ? WHERE id = ? AND epoch = ? AND active = 1`,
+		brokenDepth, rowID, epoch)
 	return err
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/golang-migrate/migrate/v4/database"
 	gosqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/lease"
 )
 
 // dbDriver wraps golang-migrate's sqlite3 database.Driver. golang-migrate's
@@ -181,7 +183,7 @@ func (s *step) migration() (v uint, down bool) {
 // left dirty at s.to; otherwise it is at s.from, clean.
 func (d *dbDriver) failure(s *step, cause error, dirty bool) error {
 	v, down := s.migration()
-	e := &Error{Op: d.r.op, Version: v, Name: d.r.name(v, !down), Down: down, Current: s.from, Err: cause}
+	e := &Error{Op: d.r.op, Version: v, Name: d.r.name(v, !down), File: d.r.file(v, !down), Down: down, Current: s.from, Err: cause}
 	if dirty {
 		e.Dirty, e.Current = true, s.to
 	}
@@ -219,18 +221,30 @@ func (d *dbDriver) tx(fn func(sc *gosqlite3.SQLiteConn) error) error {
 		if _, err := sc.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
 			return err
 		}
-		err := fn(sc)
+		var fence *lease.Fencing
+		var err error
+		if d.r.hold != nil {
+			// Checked right after BEGIN too, so that a migration that
+			// drops or empties the lease tables commits (lease.Fencing).
+			fence, _, err = d.r.hold.FenceBegin(ctx, sc)
+		}
+		if err == nil {
+			err = fn(sc)
+		}
 		if err == nil {
 			// go-sqlite3 interrupts a statement when ctx ends, but a
 			// statement that finishes first does not notice: a cancelled
 			// context must not commit.
 			err = ctx.Err()
 		}
-		if err == nil && d.r.hold != nil {
-			err = d.r.hold.Fence(ctx, sc)
+		if err == nil && fence != nil {
+			err = fence.Check(ctx, sc, !sc.AutoCommit())
 		}
 		if err == nil {
 			_, err = sc.ExecContext(bg, "COMMIT", nil)
+			if err == nil && fence != nil {
+				fence.Committed()
+			}
 		}
 		if err != nil && !sc.AutoCommit() {
 			sc.ExecContext(bg, "ROLLBACK", nil)

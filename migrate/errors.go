@@ -31,6 +31,10 @@ type Error struct {
 	// Name is the migration's identifier in the source ("create_users"),
 	// when known.
 	Name string
+	// File is the migration's file name in the source
+	// ("0003_create_users.up.sql"), when the source is an FS or a file://
+	// directory; empty otherwise.
+	File string
 	// Down reports a down migration.
 	Down bool
 	// Current is the version the database is at now (NilVersion for none).
@@ -43,16 +47,22 @@ type Error struct {
 
 func (e *Error) Error() string {
 	name := ""
-	if e.Name != "" {
+	switch {
+	case e.File != "":
+		name = " (" + e.File + ")"
+	case e.Name != "":
 		name = " (" + e.Name + ")"
 	}
 	if e.Err == nil {
 		return fmt.Sprintf("cleolease/migrate: %s: database is dirty at version %d%s: a migration run without the transaction wrapper, or by another tool, failed or was interrupted; repair the schema by hand, then force the version",
 			e.Op, e.Current, name)
 	}
-	dir := "up"
+	dir := " up" // the file name, when known, says it
 	if e.Down {
-		dir = "down"
+		dir = " down"
+	}
+	if e.File != "" {
+		dir = ""
 	}
 	left := fmt.Sprintf("database left at version %d, clean", e.Current)
 	switch {
@@ -61,7 +71,7 @@ func (e *Error) Error() string {
 	case e.Dirty:
 		left = fmt.Sprintf("database left dirty at version %d: repair the schema by hand, then force the version", e.Current)
 	}
-	return fmt.Sprintf("cleolease/migrate: migration %d%s %s failed: %v; %s", e.Version, name, dir, e.Err, left)
+	return fmt.Sprintf("cleolease/migrate: migration %d%s%s failed: %v; %s", e.Version, name, dir, e.Err, left)
 }
 
 // Unwrap returns the sentinels that apply (ErrFailed, ErrDirty) and the

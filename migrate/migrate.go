@@ -65,6 +65,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	gosqlite3 "github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/callbacks"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -91,6 +92,11 @@ type Options struct {
 	DSN string
 	// Driver opens the private connection (extensions, ConnectHook that
 	// migrations may rely on); nil means a plain &sqlite3.SQLiteDriver{}.
+	// The callbacks its ConnectHook registers (update, commit, rollback and
+	// pre-update hooks, authorizer, trace) are cleared on the connection
+	// that runs golang-migrate's files, which also carries the lease's
+	// fencing and the version table; Run's connection, which carries only
+	// the function's statements, keeps them.
 	Driver *gosqlite3.SQLiteDriver
 
 	// SourceURL is a golang-migrate source URL, e.g. "file://migrations".
@@ -270,7 +276,7 @@ func Version(ctx context.Context, o Options) (Status, error) {
 			return st, err
 		}
 	}
-	db := openPrivate(o)
+	db := openPrivate(o, false)
 	defer db.Close()
 	st.Version, st.Dirty, err = readVersion(ctx, db, o.Table)
 	if err != nil {
@@ -374,6 +380,10 @@ func ValidTableName(s string) bool {
 type rawConnector struct {
 	drv *gosqlite3.SQLiteDriver
 	dsn string
+	// keepCallbacks keeps the callbacks the driver's ConnectHook registered
+	// (Run's connection carries only the caller's statements); otherwise
+	// they are cleared, as the connection also runs the lease's fencing.
+	keepCallbacks bool
 }
 
 // Connect opens a connection, retrying while go-sqlite3's Open fails with
@@ -384,8 +394,11 @@ func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	wait := 100 * time.Microsecond
 	for {
 		conn, err := c.drv.Open(c.dsn)
-		if err == nil || !isBusy(err) {
-			return conn, err
+		if err == nil {
+			return c.clear(conn)
+		}
+		if !isBusy(err) {
+			return nil, err
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -400,14 +413,29 @@ func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c rawConnector) Driver() driver.Driver { return c.drv }
 
+// clear clears the callbacks on a connection just opened, unless they are
+// kept; on error the connection is closed.
+func (c rawConnector) clear(conn driver.Conn) (driver.Conn, error) {
+	if c.keepCallbacks {
+		return conn, nil
+	}
+	if err := callbacks.Clear(conn.(*gosqlite3.SQLiteConn)); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
 func isBusy(err error) bool {
 	var se gosqlite3.Error
 	return errors.As(err, &se) && (se.Code == gosqlite3.ErrBusy || se.Code == gosqlite3.ErrLocked)
 }
 
-// openPrivate returns a *sql.DB of at most one connection on the raw driver.
-func openPrivate(o Options) *sql.DB {
-	db := sql.OpenDB(rawConnector{drv: o.Driver, dsn: o.DSN})
+// openPrivate returns a *sql.DB of at most one connection on the raw
+// driver, without the callbacks its ConnectHook registers (keepCallbacks
+// false) or with them.
+func openPrivate(o Options, keepCallbacks bool) *sql.DB {
+	db := sql.OpenDB(rawConnector{drv: o.Driver, dsn: o.DSN, keepCallbacks: keepCallbacks})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
@@ -481,7 +509,7 @@ func runOp(ctx context.Context, o Options, op string, skipIfCurrent bool, fn fun
 	if skipIfCurrent && len(r.versions) == 0 {
 		return nil
 	}
-	r.db = openPrivate(o)
+	r.db = openPrivate(o, false)
 	if skipIfCurrent {
 		if current, err := r.current(); current || err != nil {
 			return err
@@ -702,8 +730,44 @@ func (r *runner) dirtyErr(v int) error {
 	e := &Error{Op: r.op, Version: uint(max(v, 0)), Current: v, Dirty: true}
 	if v >= 0 {
 		e.Name = r.name(uint(v), true)
+		if e.File = r.file(uint(v), true); e.File == "" {
+			e.File = r.file(uint(v), false)
+		}
 	}
 	return e
+}
+
+// file is the name of migration v's up (or down) file in the source, read
+// from its listing: Options.FS, or the directory of a file:// SourceURL
+// (golang-migrate's file driver's reading of the URL). "" for other
+// sources, and when there is no such file.
+func (r *runner) file(v uint, up bool) string {
+	fsys := r.o.FS
+	if fsys == nil {
+		u, err := url.Parse(r.o.SourceURL)
+		if err != nil || u.Scheme != "file" {
+			return ""
+		}
+		dir := u.Opaque
+		if dir == "" {
+			dir = u.Host + u.Path
+		}
+		fsys = os.DirFS(dir)
+	}
+	ents, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return ""
+	}
+	want := source.Up
+	if !up {
+		want = source.Down
+	}
+	for _, e := range ents {
+		if m, err := source.Parse(e.Name()); err == nil && m.Version == v && m.Direction == want {
+			return e.Name()
+		}
+	}
+	return ""
 }
 
 // name is the identifier of migration v in the source ("" if unknown).

@@ -182,8 +182,11 @@ func TestFailureIsAtomic(t *testing.T) {
 	o := migrate.Options{DSN: dsn, FS: fsys, Table: "versions"}
 	err := migrate.Up(ctx, o)
 	var me *migrate.Error
-	if !errors.As(err, &me) || me.Version != 2 || me.Name != "b" || me.Current != 1 || me.Dirty || me.Op != "up" {
+	if !errors.As(err, &me) || me.Version != 2 || me.Name != "b" || me.File != "2_b.up.sql" || me.Current != 1 || me.Dirty || me.Op != "up" {
 		t.Fatalf("%v (%+v)", err, me)
+	}
+	if want := "cleolease/migrate: migration 2 (2_b.up.sql) failed: no such table: nope; database left at version 1, clean"; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
 	}
 	var se sqlite3.Error
 	if !errors.Is(err, migrate.ErrFailed) || errors.Is(err, migrate.ErrDirty) || !errors.As(err, &se) {
@@ -200,6 +203,34 @@ func TestFailureIsAtomic(t *testing.T) {
 	raw.QueryRow(`SELECT count(*) FROM a`).Scan(&n)
 	if n != 0 {
 		t.Fatal("the failed body's INSERT was committed")
+	}
+}
+
+// A failing down migration of a file:// source is named by its file
+// (issue 21, item 4: the error names the migration's source file).
+func TestErrorNamesTheFile(t *testing.T) {
+	ctx := context.Background()
+	_, dsn, _ := newDB(t)
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"0001_a.up.sql":   "CREATE TABLE a (x INTEGER);",
+		"0001_a.down.sql": "DROP TABLE a;",
+		"0002_b.up.sql":   "CREATE TABLE b (x INTEGER);",
+		"0002_b.down.sql": "DROP TABLE nope;",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := migrate.Options{DSN: dsn, SourceURL: "file://" + dir}
+	if err := migrate.Up(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	err := migrate.Down(ctx, o, 1)
+	var me *migrate.Error
+	if !errors.As(err, &me) || me.Version != 2 || me.File != "0002_b.down.sql" || !me.Down ||
+		!strings.Contains(err.Error(), "migration 2 (0002_b.down.sql) failed: no such table: nope") {
+		t.Fatalf("%v (%+v)", err, me)
 	}
 }
 

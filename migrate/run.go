@@ -52,7 +52,7 @@ func Run(ctx context.Context, o Options, fn func(ctx context.Context, db *sql.DB
 		}
 		defer h.Release()
 	}
-	db := openPrivate(o)
+	db := openPrivate(o, true)
 	defer db.Close()
 	if err := fn(ctx, db); err != nil {
 		return &funcError{err: err}

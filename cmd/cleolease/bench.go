@@ -49,10 +49,10 @@ func newBenchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure cleolease against raw go-sqlite3 and a flock around each transaction, in the same run",
-		Long: `bench runs the multi-process performance suite (internal/workload, the
-same loads as BenchmarkContention): each load on three peers, alternating,
-in fresh files:
+		Short: "Measure cleolease against raw go-sqlite3 and against a flock per transaction",
+		Long: `bench runs the multi-process performance suite (the loads of the
+repository's BenchmarkContention, go test -bench Contention): each load on
+three peers, alternating, each run in a fresh file:
 
   txlock     raw go-sqlite3 through BeginTx with _txlock=immediate (BEGIN
              IMMEDIATE), WAL, synchronous=NORMAL, a 30 s busy timeout: raw
@@ -71,9 +71,10 @@ Loads (--only selects some; --scaling adds the 16- and 32-process ones):
   16x1-1ms  16 processes, 1 ms of work (scaling)
   32x1-1ms  32 processes, 1 ms of work (scaling)
 
-Columns: commits/s, latency p50/p99/max (begin to commit), errors, fairness
-(min/max commits per process), lost updates, and cleolease's commits/s over
-the peer's. With --runs N each figure is the median of N runs.`,
+Columns: commits/s, latency p50 / p99 / max (begin to commit), errors,
+fairness (min/max commits per process), lost updates, and cleolease's
+commits/s over the peer's. With --runs N each figure is the median of N
+runs.`,
 		Example: `  cleolease bench
   cleolease bench --runs 5 --duration 3s
   cleolease bench --only 8x1-1ms --scaling
@@ -108,7 +109,7 @@ the peer's. With --runs N each figure is the median of N runs.`,
 	f.IntVar(&runs, "runs", 1, "measurements per load and peer (figures are medians)")
 	f.StringSliceVar(&only, "only", nil, "run only these loads ("+workload.LoadIDs()+")")
 	f.BoolVar(&scaling, "scaling", false, "add the scaling loads (16x1-1ms, 32x1-1ms)")
-	f.StringVar(&sync, "sync", "NORMAL", "synchronous level of every peer")
+	f.StringVar(&sync, "sync", "NORMAL", "SQLite's synchronous setting for every peer: OFF, NORMAL, FULL or EXTRA")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }
@@ -162,28 +163,37 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	fmt.Fprintf(stdout, "\ncleolease bench: %s per measurement, synchronous=%s, %d run(s) per load and peer (medians)\n", d, sync, runs)
-	t := newTable(stdout, "load", "driver", "commits/s", "p50 ms", "p99 ms", "max ms", "errors", "fairness", "lost", "cleolease ÷")
+	printBench(stdout, out, d, sync, runs)
+	return nil
+}
+
+// printBench writes the results as a table (latency in one column: p50 /
+// p99 / max; see printTable for figures too large for it).
+func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, runs int) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("cleolease bench: %s per measurement, synchronous=%s, %d run(s) per load and peer (medians)", d, sync, runs)))
+	header := []string{"load", "driver", "commits/s", "p50 / p99 / max ms", "errors", "fairness", "lost", "cleolease ÷"}
+	var rows [][]string
 	for _, r := range out {
 		for _, l := range r.Lines {
 			ratio := ""
 			if x, ok := r.Ratios[l.Driver]; ok {
 				ratio = fmt.Sprintf("%.2f×", x)
 			}
-			t.Append([]string{r.Workload.ID, string(l.Driver), fmtInt(int64(l.CommitsPerSec)), fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.Max),
+			rows = append(rows, []string{r.Workload.ID, string(l.Driver), fmtInt(int64(l.CommitsPerSec)),
+				fmt.Sprintf("%s / %s / %s", fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.Max)),
 				fmtInt(l.Errors), fmt.Sprintf("%.2f", l.Fairness), fmtInt(l.LostUpdates), ratio})
 		}
 	}
-	t.Render()
-	fmt.Fprintln(stdout, "cleolease ÷: cleolease's commits/s over the peer's (txlock: BEGIN IMMEDIATE through BeginTx; flock: txlock inside a flock)")
+	printTable(w, header, rows, 2)
+	fmt.Fprintln(w, wrap("", "  ", "p50 / p99 / max: latency from begin to commit. lost: lost updates. cleolease ÷: cleolease's commits/s over the peer's (txlock: BEGIN IMMEDIATE through BeginTx; flock: txlock inside a flock)"))
 	for _, r := range out {
 		for _, l := range r.Lines {
 			if l.ErrorSample != "" {
-				fmt.Fprintf(stdout, "%s %s, first error: %s\n", r.Workload.ID, l.Driver, l.ErrorSample)
+				fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s %s, first error: %s", r.Workload.ID, l.Driver, l.ErrorSample)))
 			}
 		}
 	}
-	return nil
 }
 
 // benchSample is one measurement of one peer on one load.

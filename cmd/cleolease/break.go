@@ -29,9 +29,9 @@ holder stops blocking the lane: the row is deactivated (its epoch is kept, so
 the old holder is fenced: its next commit fails with a lease-lost error) and
 the lane is handed to the first live waiter, whose epoch is higher.
 
-A holder that is provably alive (it keeps its liveness lock) is refused
-unless --force: check 'cleolease status DB' first; a live holder whose
-heartbeat is older than its TTL is probably hung.
+A holder that is alive by the evidence 'cleolease status DB' shows (it
+keeps its liveness lock, or its pid runs) is refused at once unless --force;
+a live holder whose heartbeat is older than its TTL is probably hung.
 
 break only ever breaks the holder it saw: it prints that holder and epoch
 first, and the break itself checks, in the transaction that breaks it, that
@@ -43,8 +43,8 @@ why nothing was.
 
 Breaking writes to the database, so it needs SQLite's write lock. A holder
 stopped or hung inside a write transaction keeps that lock until the
-transaction ends: break then gives up after --timeout, and only ending that
-process (kill it) frees the database.`,
+transaction ends: break --force then gives up after --timeout, and only
+ending that process (kill it) frees the database.`,
 		Example: `  cleolease break app.db --scope main --lane default
   cleolease break app.db --scope main --lane default --epoch 42 --force`,
 		Args: oneDB,
@@ -64,7 +64,7 @@ process (kill it) frees the database.`,
 	f := cmd.Flags()
 	f.StringVar(&scope, "scope", "", "scope of the lane (required)")
 	f.StringVar(&lane, "lane", "", "lane to release (required)")
-	f.BoolVar(&force, "force", false, "break even a holder that is provably alive")
+	f.BoolVar(&force, "force", false, "break even a holder that looks alive (see 'cleolease status')")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for SQLite's write lock")
 	f.Int64Var(&epoch, "epoch", 0, "break only if this epoch (from 'cleolease status') is still the active one")
 	return cmd
@@ -106,12 +106,24 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want i
 	explicit := want != 0
 	switch {
 	case seen == nil && !explicit:
-		fmt.Fprintf(w, "%s/%s: no active holder; nothing to break\n", scope, lane)
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: no active holder; nothing to break", scope, lane)))
 		return nil
 	case seen != nil:
-		fmt.Fprintf(w, "%s/%s: holder %s (pid %d, %s) at epoch %d\n", scope, lane, seen.ID, seen.PID, aliveText(seen.Alive, seen.Why), seen.Epoch)
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: holder %s pid %d at epoch %d", scope, lane, seen.ID, seen.PID, seen.Epoch)))
+		fmt.Fprintln(w, wrap("  ", "  ", aliveText(seen.Alive, seen.Why)))
 		if !explicit {
 			want = seen.Epoch // never break a holder that takes the lane from now on
+		}
+		// Refuse at once what the break itself would refuse, without
+		// waiting for SQLite's write lock, which a holder inside a write
+		// transaction keeps: the live holder is known, and epochs only
+		// grow, so one that is not active now never will be.
+		if seen.Epoch != want {
+			return failf("refusing to break %s/%s: epoch %d is no longer active; holder %s (pid %d) holds it at epoch %d (break --epoch %d to break that one)",
+				scope, lane, want, seen.ID, seen.PID, seen.Epoch, seen.Epoch)
+		}
+		if seen.Alive && !force {
+			return refuseAlive(scope, lane, seen)
 		}
 	}
 	dsn, err := fileURI(path, "_busy_timeout=30000")
@@ -142,26 +154,31 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want i
 			return failf("refusing to break %s/%s: epoch %d is no longer active; holder %s (pid %d) holds it at epoch %d (break --epoch %d to break that one)",
 				scope, lane, want, h.ID, h.PID, h.Epoch, h.Epoch)
 		}
-		fmt.Fprintf(w, "%s/%s: nothing broken: the holder seen at epoch %d has gone; holder %s (pid %d) took the lane since, at epoch %d\n",
-			scope, lane, want, h.ID, h.PID, h.Epoch)
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: nothing broken: the holder seen at epoch %d has gone; holder %s (pid %d) took the lane since, at epoch %d",
+			scope, lane, want, h.ID, h.PID, h.Epoch)))
 		return nil
 	}
 	if errors.Is(err, lease.ErrHolderAlive) {
-		return failf("refusing to break %s/%s: holder %s (pid %d) is alive (%s); use --force if it is hung",
-			scope, lane, h.ID, h.PID, h.Why)
+		return refuseAlive(scope, lane, h)
 	}
 	if err != nil {
-		return failf("%s: %v", path, err)
+		return leaseFailure(path, err)
 	}
 	if h == nil {
-		fmt.Fprintf(w, "%s/%s: nothing broken: epoch %d is no longer active and the lane is free\n", scope, lane, want)
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: nothing broken: epoch %d is no longer active and the lane is free", scope, lane, want)))
 		return nil
 	}
 	state := "dead"
 	if h.Alive {
 		state = "alive, forced"
 	}
-	fmt.Fprintf(w, "broke %s/%s: holder %s (pid %d, %s: %s) at epoch %d; the next grant gets a higher epoch\n",
-		scope, lane, h.ID, h.PID, state, h.Why, h.Epoch)
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("broke %s/%s: holder %s (pid %d, %s: %s) at epoch %d; the next grant gets a higher epoch",
+		scope, lane, h.ID, h.PID, state, h.Why, h.Epoch)))
 	return nil
+}
+
+// refuseAlive is the refusal to break the live holder h without --force.
+func refuseAlive(scope, lane string, h *lease.HolderStatus) error {
+	return failf("refusing to break %s/%s: holder %s (pid %d) is alive (%s); use --force if it is hung",
+		scope, lane, h.ID, h.PID, h.Why)
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
@@ -27,7 +28,7 @@ func checkDBFile(path string) error {
 		// (ERROR_INVALID_NAME).
 		return usagef("%s: DB is a file path, not a DSN (for example %s)", path, dsnPath(path))
 	case errors.Is(err, fs.ErrNotExist):
-		return failf("%s: no such file", path)
+		return &exitError{1, fmt.Errorf("%s: %w", path, errNoSuchFile)}
 	case err != nil:
 		return failf("%s: %v", path, unwrapPathErr(err))
 	case st.IsDir():
@@ -40,6 +41,31 @@ func checkDBFile(path string) error {
 	// Whether it is an SQLite database is left to SQLite (ErrNotADB, see
 	// sqliteFailure): nothing here opens the file itself, since closing a
 	// descriptor of it would drop this process's SQLite locks on it.
+	return nil
+}
+
+// errNoSuchFile is checkDBFile's answer for a path that names nothing.
+var errNoSuchFile = errors.New("no such file")
+
+// createDBFile creates the missing database file path through SQLite (an
+// empty file is an empty database), as golang-migrate's sqlite3 driver does
+// when it opens a missing file. Its directory must exist.
+func createDBFile(ctx context.Context, path string) error {
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return failf("%s: no such directory: %s", path, filepath.Dir(path))
+	}
+	dsn, err := fileURI(path, "mode=rwc")
+	if err != nil {
+		return failf("%s: %v", path, err)
+	}
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return failf("%s: %v", path, err)
+	}
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return sqliteFailure(path, err)
+	}
 	return nil
 }
 
@@ -113,6 +139,26 @@ func sqliteFailure(path string, err error) error {
 	return failf("%s: %v", path, err)
 }
 
+// leaseFailure is a failure of the lease engine on path as one line,
+// without the engine's "cleolease: OP on PATH" preamble, which repeats
+// the command's name and path: "app.db: open: open app.db-cleolease: is a
+// directory".
+func leaseFailure(path string, err error) error {
+	var le *lease.Error
+	if !errors.As(err, &le) {
+		return sqliteFailure(path, err)
+	}
+	what := le.Op
+	if le.Scope != "" || le.Lane != "" {
+		what += " " + le.Scope + "/" + le.Lane
+	}
+	reason := ""
+	if le.Reason != "" {
+		reason = " (" + le.Reason + ")"
+	}
+	return failf("%s: %s: %v%s", path, what, le.Err, reason)
+}
+
 // leaseTables reports whether the file has cleolease's lease tables.
 func leaseTables(ctx context.Context, db *sql.DB) (bool, error) {
 	var n int
@@ -150,7 +196,7 @@ func (m migrationState) String() string {
 	case m.Version == nil:
 		return "no version recorded"
 	case m.Dirty:
-		return fmt.Sprintf("version %d, DIRTY (a migration failed half-way; fix it, then 'migrate force')", *m.Version)
+		return fmt.Sprintf("version %d, DIRTY (a migration failed half-way; repair the schema by hand, then 'cleolease migrate DB force V')", *m.Version)
 	}
 	return fmt.Sprintf("version %d, clean", *m.Version)
 }

@@ -411,18 +411,18 @@ func printDemo(w io.Writer, rep demoReport) {
 	fmt.Fprintf(w, "  raw:       %s\n  cleolease: %s\n", indent(raw.Setup), indent(cl.Setup))
 	fmt.Fprintf(w, "  workload:  read-modify-write transactions: %s\n\n", strings.Replace(opMix(cl.Load.Ops), " (", "\n             (", 1))
 
-	fmt.Fprintf(w, "Start-up migrations (%s), all %d processes at once — applications per migration:\n", cl.Migrations.Set, rep.Workers)
-	mt := newTable(w, "migration", raw.Label, cl.Label)
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("Start-up migrations (%s), all %d processes at once — applications per migration:", cl.Migrations.Set, rep.Workers)))
+	var mrows [][]string
 	for i, v := range cl.Migrations.Versions {
 		r := raw.Migrations.Versions[i]
-		mt.Append([]string{v.Name, applied(r.Applications), applied(v.Applications)})
+		mrows = append(mrows, []string{v.Name, applied(r.Applications), applied(v.Applications)})
 	}
-	mt.Render()
-	fmt.Fprintln(w, raceNote(raw))
+	printTable(w, []string{"migration", raw.Label, cl.Label}, mrows, 1)
+	fmt.Fprintln(w, wrapLines(raceNote(raw)))
 
 	fmt.Fprintln(w)
-	t := newTable(w, "", raw.Label, cl.Label)
-	row := func(label string, f func(r demoRun) string) { t.Append([]string{label, f(raw), f(cl)}) }
+	var rows [][]string
+	row := func(label string, f func(r demoRun) string) { rows = append(rows, []string{label, f(raw), f(cl)}) }
 	lease := func(f func(c *workload.LeaseCounters) int64) func(r demoRun) string {
 		return func(r demoRun) string {
 			if r.Load.Lease == nil {
@@ -463,7 +463,7 @@ func printDemo(w io.Writer, rep demoReport) {
 	row("integrity / FK violations", func(r demoRun) string {
 		return fmt.Sprintf("%s / %d", r.Check.Integrity, r.Check.FKViolations)
 	})
-	t.Render()
+	printTable(w, []string{"", raw.Label, cl.Label}, rows, 1)
 	fmt.Fprintf(w, "¹ counters checked against the rows they count; audit rows against acknowledged commits\n")
 	fmt.Fprintf(w, "  (raw %s for %s, cleolease %s for %s)\n", fmtInt(raw.Check.AuditRows), fmtInt(raw.Check.Acknowledged),
 		fmtInt(cl.Check.AuditRows), fmtInt(cl.Check.Acknowledged))
@@ -476,7 +476,7 @@ func printDemo(w io.Writer, rep demoReport) {
 	fmt.Fprintf(w, "fenced: commits refused because the holder had lost its lease (they changed nothing)\n")
 	for _, r := range rep.Runs {
 		if kinds := failureKinds(r.Migrations.Outcomes); kinds != "" {
-			fmt.Fprintf(w, "%s, processes failing migration: %s\n", r.Label, strings.Trim(kinds, " ()"))
+			fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s, processes failing migration: %s", r.Label, strings.Trim(kinds, " ()"))))
 		}
 	}
 
@@ -487,17 +487,17 @@ func printDemo(w io.Writer, rep demoReport) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "%s, first %s error: %s\n", r.Label, k, r.Load.Samples[k])
+			fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s, first %s error: %s", r.Label, k, r.Load.Samples[k])))
 		}
 		for _, s := range r.Migrations.Samples {
-			fmt.Fprintf(w, "%s, a failed migration: %s\n", r.Label, s)
+			fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s, a failed migration: %s", r.Label, s)))
 		}
 		if r.WorkloadDB != r.DB {
-			fmt.Fprintf(w, "%s: the workload ran on %s (migrations on %s)\n", r.Label, r.WorkloadDB, r.DB)
+			fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s: the workload ran on %s (migrations on %s)", r.Label, r.WorkloadDB, r.DB)))
 		}
 	}
 	if rep.Kept {
-		fmt.Fprintf(w, "databases kept: %s (raw), %s (cleolease); try: cleolease status %s\n", raw.DB, cl.DB, cl.DB)
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("databases kept: %s (raw), %s (cleolease); try: cleolease status %s", raw.DB, cl.DB, cl.DB)))
 	}
 	fmt.Fprintf(w, "demo finished in %s\n", fmtAge(rep.Elapsed))
 }

@@ -4,8 +4,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/cleocode/cleolease/internal/workload"
 )
@@ -48,4 +52,45 @@ func fmtLatency(f workload.Figures) string {
 // fmtLanded is fmtLatency for the time until a write lands.
 func fmtLanded(f workload.Figures) string {
 	return fmt.Sprintf("%s / %s / %s ms", fmtMS(f.LandP50), fmtMS(f.LandP99), fmtMS(f.LandMax))
+}
+
+// newTable is a table with the given header (see printTable).
+func newTable(w io.Writer, header ...any) *tablewriter.Table {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header(header...)
+	return t
+}
+
+// printTable writes rows under header as a table, or, when that would be
+// wider than width (a long name, huge figures), each row as wrapped lines:
+// its first keys cells, then every other cell after its header
+// ("32x1-1ms txlock: commits/s 999,999, errors 0, ...").
+func printTable(w io.Writer, header []string, rows [][]string, keys int) {
+	var b strings.Builder
+	hs := make([]any, len(header))
+	for i, h := range header {
+		hs[i] = h
+	}
+	t := newTable(&b, hs...)
+	for _, row := range rows {
+		t.Append(row)
+	}
+	t.Render()
+	if widest(b.String()) <= width {
+		fmt.Fprint(w, b.String())
+		return
+	}
+	for _, row := range rows {
+		var parts []string
+		for i := keys; i < len(row); i++ {
+			if row[i] != "" {
+				parts = append(parts, strings.TrimSpace(header[i]+" "+row[i]))
+			}
+		}
+		fmt.Fprintln(w, wrap("", "    ", strings.Join(row[:keys], " ")+": "+strings.Join(parts, ", ")))
+	}
 }

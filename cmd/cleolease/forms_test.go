@@ -110,7 +110,7 @@ func TestMigrateForceMinusOne(t *testing.T) {
 	if r := cli(t, "migrate", path, "--source", "file://"+filepath.ToSlash(filepath.Join(dir, "migrations")), "up"); r.code != 0 {
 		t.Fatal(r)
 	}
-	if r := cli(t, "migrate", "--help"); !strings.Contains(r.stdout, "-1 records no version") {
+	if r := cli(t, "migrate", "--help"); !strings.Contains(flat(r.stdout), "-1 records no version") {
 		t.Fatalf("--help no longer documents force -1: %s", r)
 	}
 	r := cli(t, "migrate", path, "force", "-1")
@@ -118,7 +118,7 @@ func TestMigrateForceMinusOne(t *testing.T) {
 		t.Fatalf("migrate DB force -1: %s", r)
 	}
 	r = cli(t, "migrate", path, "version")
-	if r.code != 0 || !strings.Contains(r.stdout, "no version") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "no version") {
 		t.Fatalf("after force -1: %s", r)
 	}
 	if r := cli(t, "migrate", path, "force", "-2"); r.code != 2 || !strings.Contains(r.stderr, "V must be -1 or more") {
@@ -175,7 +175,7 @@ func TestBreakEpochFlag(t *testing.T) {
 		t.Fatalf("the refused break changed the holder: %+v", l.Holder)
 	}
 	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--force", "--epoch", strconv.FormatInt(epoch, 10))
-	if r.code != 0 || !strings.Contains(r.stdout, "broke main/jobs: holder") || !strings.Contains(r.stdout, fmt.Sprintf("at epoch %d;", epoch)) {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "broke main/jobs: holder") || !strings.Contains(flat(r.stdout), fmt.Sprintf("at epoch %d;", epoch)) {
 		t.Fatalf("break --epoch %d: %s", epoch, r)
 	}
 	if r := cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--epoch", "0"); r.code != 2 || !strings.Contains(r.stderr, "--epoch must be positive") {

@@ -21,13 +21,6 @@ type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
 
-func shortID(id string) string {
-	if len(id) > 14 {
-		return id[:14] + "…"
-	}
-	return id
-}
-
 func fmtAge(d time.Duration) string {
 	switch {
 	case d < 0:

@@ -15,7 +15,8 @@
 // the version table), inspect.go, migrations.go (migration sources) and
 // args.go. The measurements are demo.go (with demo_migrations.go, its
 // embedded schema) and bench.go; their worker processes are worker.go,
-// their output progress.go and format.go. The workload they run, and
+// their output progress.go and format.go. wrap.go keeps every line of
+// output within 100 columns. The workload they run, and
 // BenchmarkContention with them, is internal/workload.
 package main
 
@@ -26,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -102,7 +104,11 @@ migrations run exactly once, under the cold-open lease.
 This command shows the problem and the fix (demo), inspects a file (status),
 runs migrations under the cold-open lease (migrate), releases a lane held by
 a dead or hung holder (break) and measures the driver against raw
-go-sqlite3 and against a flock around each transaction (bench).`,
+go-sqlite3 and against a flock around each transaction (bench). DB is
+always a file path, not a DSN.
+
+Exit status: 0 on success, 1 when the command failed, 2 for a usage error.
+Every error is one line on standard error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          noArgs,
@@ -116,6 +122,9 @@ go-sqlite3 and against a flock around each transaction (bench).`,
 		return usagef("%v", err)
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
+	// Flag descriptions wrap to the command's width (cobra's default
+	// template does not wrap them).
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages |", ".FlagUsagesWrapped "+strconv.Itoa(width)+" |"))
 	root.AddCommand(newDemoCmd(), newStatusCmd(), newMigrateCmd(), newBreakCmd(), newBenchCmd(), newWorkerCmd())
 	return root
 }

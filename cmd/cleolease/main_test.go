@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +25,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/platform"
@@ -177,6 +178,19 @@ func statusJSON(t *testing.T, path string) statusReport {
 		t.Fatalf("status --json does not parse: %v\n%s", err, r.stdout)
 	}
 	return rep
+}
+
+// flat is s with every run of white space one space: output wrapped to
+// width columns, compared as text.
+func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// pidAt is the index of "pid N" in a status output, -1 if it is not there.
+func pidAt(out string, pid int64) int {
+	loc := regexp.MustCompile(`\bpid ` + strconv.FormatInt(pid, 10) + `\b`).FindStringIndex(out)
+	if loc == nil {
+		return -1
+	}
+	return loc[0]
 }
 
 func laneOf(t *testing.T, rep statusReport, scope, lane string) lease.LaneStatus {
@@ -342,7 +356,7 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("want exit %d, got %s", tc.code, r)
 			}
 			if tc.code == 0 {
-				if !strings.Contains(r.stdout, "Usage:") {
+				if !strings.Contains(flat(r.stdout), "Usage:") {
 					t.Errorf("no help:\n%s", r)
 				}
 				return
@@ -375,7 +389,7 @@ func TestStatusWritesNothing(t *testing.T) {
 		t.Fatal(r)
 	}
 	for _, want := range []string{"main/jobs", "(free)", "version 2, clean", "cleolease/migrate"} {
-		if !strings.Contains(r.stdout, want) {
+		if !strings.Contains(flat(r.stdout), want) {
 			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
 		}
 	}
@@ -388,6 +402,21 @@ func TestStatusWritesNothing(t *testing.T) {
 	}
 	if after := snapshot(t, path); after != before {
 		t.Errorf("status wrote to the directory:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestStatusWaitingAgrees: on a database no process has open, --json and
+// the text agree that nobody waits (issue 21, item 2: --json said -1, the
+// text 0).
+func TestStatusWaitingAgrees(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	leasedDB(t, path)
+	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Waiting != 0 || l.Unnamed != 0 {
+		t.Errorf("--json: waiting %d, unnamed %d; want 0 and 0", l.Waiting, l.Unnamed)
+	}
+	r := cli(t, "status", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "  waiting  0 processes\n") {
+		t.Errorf("status: want 0 processes waiting, got %s", r)
 	}
 }
 
@@ -422,11 +451,22 @@ func TestStatusHolderAndQueue(t *testing.T) {
 		t.Fatal(r)
 	}
 	out := r.stdout
-	q := strings.Index(out, "queue of main/jobs, in grant order")
-	ia, ib, ic := strings.Index(out, " "+strconv.FormatInt(a.pid(), 10)+" "), strings.LastIndex(out, " "+strconv.FormatInt(b.pid(), 10)+" "), strings.LastIndex(out, " "+strconv.FormatInt(c.pid(), 10)+" ")
+	q := strings.Index(out, "queue    in grant order")
+	ia, ib, ic := pidAt(out, a.pid()), pidAt(out, b.pid()), pidAt(out, c.pid())
 	if q < 0 || ia < 0 || ia > q || ic < q || ib < ic || !strings.Contains(out, "alive (liveness lock held)") {
 		t.Errorf("status does not show holder %d, then waiters %d and %d in grant order:\n%s", a.pid(), c.pid(), b.pid(), out)
 	}
+	// Issue 21, item 4: ids whole, every line within width columns, and
+	// the count of waiting processes the one --json gives.
+	for _, id := range []string{l.Holder.ID, l.Waiters[0].ID, l.Waiters[1].ID} {
+		if !strings.Contains(out, id+" pid ") {
+			t.Errorf("status does not show the whole id %s:\n%s", id, out)
+		}
+	}
+	if l.Waiting != 2 || !strings.Contains(out, "  waiting  2 processes\n") {
+		t.Errorf("--json says %d waiting; status says:\n%s", l.Waiting, out)
+	}
+	checkWidth(t, "status", out)
 
 	// The grant follows the order shown.
 	a.send("release")
@@ -451,14 +491,14 @@ func TestBreakKilledHolder(t *testing.T) {
 		t.Fatalf("holder = %+v, want pid %d dead", l.Holder, a.pid())
 	}
 	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs")
-	if r.code != 0 || !strings.Contains(r.stdout, "broke main/jobs") || !strings.Contains(r.stdout, "dead") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "broke main/jobs") || !strings.Contains(flat(r.stdout), "dead") {
 		t.Fatalf("break: %s", r)
 	}
 	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder != nil {
 		t.Fatalf("after break, holder = %+v", l.Holder)
 	}
 	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs")
-	if r.code != 0 || !strings.Contains(r.stdout, "nothing to break") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "nothing to break") {
 		t.Errorf("second break: %s", r)
 	}
 	d := startHolder(t, path, "jobs", 100)
@@ -478,7 +518,8 @@ func TestBreakLiveHolder(t *testing.T) {
 		t.Fatalf("break of a live holder: want exit 1, got %s", r)
 	}
 	// stdout: the holder break saw (and would have broken); stderr: why not.
-	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "main/jobs: holder") {
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "main/jobs: holder") ||
+		!strings.Contains(lines[0], fmt.Sprintf("pid %d at epoch", a.pid())) || lines[1] != "  alive (liveness lock held)" {
 		t.Errorf("stdout: want the holder seen, got %q", r.stdout)
 	}
 	oneStderrLine(t, result{stderr: r.stderr})
@@ -493,7 +534,7 @@ func TestBreakLiveHolder(t *testing.T) {
 		t.Errorf("break of an unknown lane: %s", r)
 	}
 	r = cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--force")
-	if r.code != 0 || !strings.Contains(r.stdout, "alive, forced") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "alive, forced") {
 		t.Fatalf("break --force: %s", r)
 	}
 	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder != nil {
@@ -512,22 +553,26 @@ func TestMigrate(t *testing.T) {
 	step := func(want string, args ...string) {
 		t.Helper()
 		r := cli(t, append([]string{"migrate", path, "--source", src}, args...)...)
-		if r.code != 0 || !strings.Contains(r.stdout, want) {
+		if r.code != 0 || !strings.Contains(flat(r.stdout), flat(want)) {
 			t.Fatalf("migrate %v: want %q in the output, got %s", args, want, r)
 		}
 	}
 	step("no version, clean; newest in the source 2, 2 pending", "version")
-	step("version 2, clean", "up")
-	step("no change", "up")
-	step("version 1, clean", "down", "1")
-	step("version 2, clean", "goto", "2")
+	step("  applied 1_users.up.sql (", "up") // each migration named by its file
+	step("no change: version 2, clean", "up")
+	step("  applied 2_email.down.sql (", "down", "1")
+	step("version 2, clean; newest in the source 2, 0 pending (was version 1, clean;", "goto", "2")
+	if r := cli(t, "migrate", path, "--source", src, "version"); !strings.Contains(flat(r.stdout), "version 2, clean") {
+		t.Fatalf("after goto 2: %s", r)
+	}
 	// A failing migration: one line, exit 1, the previous version kept.
 	if err := os.WriteFile(filepath.Join(dir, "migrations", "3_bad.up.sql"), []byte("CREATE TABLE users (x);"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := cli(t, "migrate", path, "--source", src, "up")
-	if r.code != 1 || !strings.Contains(r.stderr, "migration 3 (bad) up failed") {
-		t.Fatalf("failing migration: %s", r)
+	// Issue 21, item 4: the file and the migration's file named, once each.
+	if want := "cleolease migrate: " + path + ": migration 3 (3_bad.up.sql) failed: table users already exists; database left at version 2, clean\n"; r.code != 1 || r.stderr != want {
+		t.Fatalf("failing migration: want exit 1 and\n%s\ngot %s", want, r)
 	}
 	oneStderrLine(t, r)
 	if rep := statusJSON(t, path); rep.Migrations.Version == nil || *rep.Migrations.Version != 2 || rep.Migrations.Dirty {
@@ -535,11 +580,53 @@ func TestMigrate(t *testing.T) {
 	}
 	step("version 1, clean", "force", "1")
 	r = cli(t, "migrate", path, "version")
-	if r.code != 0 || !strings.Contains(r.stdout, "version 1, clean") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "version 1, clean") {
 		t.Fatal(r)
 	}
 	if l := laneOf(t, statusJSON(t, path), "cleolease", "migrate"); l.Holder != nil || l.Epoch < 1 {
 		t.Errorf("the cold-open lane: %+v", l)
+	}
+}
+
+// TestMigrateCreatesTheFile (issue 21, item 4): as golang-migrate's
+// command does, an operation given --source creates a missing database
+// (through SQLite); without --source, or when the source does not open,
+// nothing is created.
+func TestMigrateCreatesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	src := "file://" + filepath.Join(dir, "migrations")
+	missing := func(name string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if r := cli(t, "migrate", p, "version"); r.code != 1 || !strings.Contains(r.stderr, p+": no such file") {
+			t.Errorf("version without --source on a missing file: %s", r)
+		}
+		if r := cli(t, "migrate", p, "--source", "file://"+filepath.Join(dir, "nope"), "up"); r.code != 1 || !strings.Contains(r.stderr, "no such file or directory") {
+			t.Errorf("up with a missing source: %s", r)
+		}
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s was created without a source", p)
+		}
+		return p
+	}
+	up := missing("up.db")
+	if r := cli(t, "migrate", up, "--source", src, "up"); r.code != 0 || !strings.Contains(flat(r.stdout), up+": created") || !strings.Contains(flat(r.stdout), "version 2, clean") {
+		t.Fatalf("up on a missing file: %s", r)
+	}
+	if rep := statusJSON(t, up); rep.Migrations.Version == nil || *rep.Migrations.Version != 2 {
+		t.Errorf("after up: %+v", rep.Migrations)
+	}
+	v := missing("version.db")
+	if r := cli(t, "migrate", v, "--source", src, "version"); r.code != 0 || !strings.Contains(flat(r.stdout), "no version, clean; newest in the source 2, 2 pending") {
+		t.Fatalf("version --source on a missing file: %s", r)
+	}
+	if st, err := os.Stat(v); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("version --source did not create %s: %v", v, err)
+	}
+	nodir := filepath.Join(dir, "nodir", "x.db")
+	if r := cli(t, "migrate", nodir, "--source", src, "up"); r.code != 1 || !strings.Contains(r.stderr, "no such directory") {
+		t.Errorf("up in a missing directory: %s", r)
 	}
 }
 
@@ -618,10 +705,29 @@ func TestDemo(t *testing.T) {
 	if rm.Collided && !strings.Contains(out, "the race showed on") || !rm.Collided && !strings.Contains(out, "this run missed the race") {
 		t.Errorf("the demo output does not say how the raw race went:\n%s", out)
 	}
-	for _, line := range strings.Split(out, "\n") {
-		if n := utf8.RuneCountInString(line); n > 100 && strings.ContainsAny(line, "│┌└├") {
-			t.Errorf("a table line is %d columns wide, want at most 100:\n%s", n, line)
-		}
+	// Issue 21, item 4: every line of the report and of the progress
+	// lines within width columns, also with the longest values a run can
+	// give (kept databases in a deep directory, long error samples), paths
+	// whole.
+	checkWidth(t, "demo", out)
+	checkWidth(t, "demo's progress", r.stderr)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("a-long-directory-name/", 3))
+	for i := range rep.Runs {
+		run := &rep.Runs[i]
+		run.DB = filepath.Join(deep, run.Label+".db")
+		run.WorkloadDB = filepath.Join(deep, run.Label+".workload.db")
+		run.Load.Samples = map[string]string{"locked": strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 5)}
+		run.Migrations.Samples = []string{strings.Repeat("Dirty database version 2. Fix and force version. ", 4)}
+		run.Migrations.Outcomes["failed: "+strings.Repeat("x", 80)] = 1
+		run.Migrations.Versions = slices.Clone(run.Migrations.Versions)
+		run.Migrations.Versions[0].Name = "001_" + strings.Repeat("a_long_migration_name_", 4)
+	}
+	rep.Kept = true
+	b.Reset()
+	printDemo(&b, rep)
+	checkWidth(t, "demo with long values", b.String())
+	if !strings.Contains(b.String(), rep.Runs[1].DB) || !strings.Contains(flat(b.String()), rep.Runs[1].Migrations.Versions[0].Name+": raw go-sqlite3 ") {
+		t.Errorf("the demo output cuts the path %s:\n%s", rep.Runs[1].DB, b.String())
 	}
 }
 
@@ -685,6 +791,36 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("cleolease over %s: %v", p, out[0].Ratios[p])
 		}
 	}
+	// Issue 21, item 4: the table and its notes within width columns, also
+	// with the widest load name and figures a run gives, and the progress
+	// lines.
+	checkWidth(t, "bench's progress", r.stderr)
+	var b bytes.Buffer
+	printBench(&b, out, 300*time.Millisecond, "NORMAL", 1)
+	wide := out[0]
+	wide.Workload.ID = "32x1-1ms"
+	wide.Lines = slices.Clone(wide.Lines)
+	for i := range wide.Lines {
+		l := &wide.Lines[i]
+		l.CommitsPerSec, l.P50, l.P99, l.Max, l.Errors = 999_999, 9*time.Millisecond, 999*time.Millisecond, 9999*time.Millisecond, 99_999
+		l.ErrorSample = strings.Repeat("database is locked (5) (SQLITE_BUSY) ", 4)
+	}
+	printBench(&b, []benchResult{out[0], wide}, 3*time.Second, "NORMAL", 100)
+	if !strings.Contains(b.String(), "│ 32x1-1ms │ cleolease │ 999,999") {
+		t.Errorf("the widest realistic figures are no longer a table:\n%s", b.String())
+	}
+	// Figures no run gives: the table would not fit, so a block per line.
+	huge := wide
+	huge.Lines = slices.Clone(wide.Lines)
+	for i := range huge.Lines {
+		huge.Lines[i].Errors, huge.Lines[i].LostUpdates, huge.Lines[i].Max = 1_234_567_890, 1_234_567_890, 123*time.Hour
+	}
+	printBench(&b, []benchResult{huge}, 3*time.Second, "NORMAL", 1)
+	if !strings.Contains(flat(b.String()), "32x1-1ms txlock: commits/s 999,999, p50 / p99 / max ms 9.00 / 999 / 442800000, errors 1,234,567,890") {
+		t.Errorf("figures too wide for the table are not listed per line:\n%s", b.String())
+	}
+	t.Logf("\n%s", b.String())
+	checkWidth(t, "bench", b.String())
 }
 
 func TestFileURI(t *testing.T) {
@@ -775,7 +911,7 @@ func TestStatusNamesRegisteredWaiters(t *testing.T) {
 		t.Fatalf("lane %+v: want one waiter named by the holder, first in line, and nobody unnamed", l)
 	}
 	r := cli(t, "status", path)
-	if r.code != 0 || !strings.Contains(r.stdout, " "+strconv.FormatInt(b.pid(), 10)+" ") || !strings.Contains(r.stdout, "holder") {
+	if r.code != 0 || pidAt(r.stdout, b.pid()) < 0 || !strings.Contains(flat(r.stdout), "no queue row yet (registered with the holder)") {
 		t.Errorf("status does not show the registered waiter %d:\n%s", b.pid(), r.stdout)
 	}
 	unlock()
@@ -838,7 +974,7 @@ func TestMigrateSourceForms(t *testing.T) {
 		if err := os.WriteFile(path, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if r := cli(t, "migrate", path, "--source", src, "up"); r.code != 0 || !strings.Contains(r.stdout, "version 2, clean") {
+		if r := cli(t, "migrate", path, "--source", src, "up"); r.code != 0 || !strings.Contains(flat(r.stdout), "version 2, clean") {
 			t.Errorf("--source %s: %s", src, r)
 		}
 		// The driver takes the same value as _migrations (a file: URI

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing/fstest"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
 	"github.com/spf13/cobra"
 
 	"github.com/cleocode/cleolease"
@@ -38,9 +41,11 @@ the same lease) or another 'cleolease migrate'.
             repaired a failed migration by hand); -1 records no version
 
 up, down and goto need --source (a golang-migrate source URL such as
-file://migrations). DB must exist (an empty file is an empty database).
-Unless --no-tx-wrap, each migration and its version are committed in one
-transaction, so a failed migration leaves the previous version, clean.`,
+file://migrations). Given --source, every operation creates a DB that does
+not exist (an empty database), as golang-migrate's own command does;
+without it, DB must exist. Unless --no-tx-wrap, each migration and its
+version are committed in one transaction, so a failed migration leaves the
+previous version, clean. A failure names DB and the migration's file.`,
 		Example: `  cleolease migrate app.db --source file://migrations up
   cleolease migrate app.db --source file://migrations down 1
   cleolease migrate app.db version`,
@@ -65,7 +70,7 @@ transaction, so a failed migration leaves the previous version, clean.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&src, "source", "", "the migrations: a golang-migrate file:// URL (file://DIR) or a directory path with a\npath separator or a leading '.' (./DIR, as _migrations takes it)")
+	f.StringVar(&src, "source", "", "the migrations: a golang-migrate file:// URL (file://DIR), or a directory path that contains a path separator or starts with '.' (./DIR), as the DSN parameter _migrations takes it")
 	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
 	f.BoolVar(&noTxWrap, "no-tx-wrap", false, "run each migration file without golang-migrate's transaction")
 	return cmd
@@ -113,23 +118,37 @@ func parseMigrateOp(args []string, src string) (migrateOp, error) {
 }
 
 // printHandler prints each "migration applied" record of package migrate
-// as one line.
-type printHandler struct{ w io.Writer }
+// as one line naming the migration's file in fsys ("applied
+// 0002_email.up.sql (3ms)"), and any warning with its attributes.
+type printHandler struct {
+	w    io.Writer
+	fsys fs.FS
+}
 
 func (h printHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
 func (h printHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
 func (h printHandler) WithGroup(string) slog.Handler                { return h }
 func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level > slog.LevelInfo {
-		fmt.Fprintf(h.w, "  %s\n", r.Message)
+		var attrs []string
+		r.Attrs(func(a slog.Attr) bool {
+			attrs = append(attrs, a.Key+" "+a.Value.String())
+			return true
+		})
+		msg := "warning: " + strings.TrimPrefix(r.Message, "cleolease: ")
+		if len(attrs) > 0 {
+			msg += " (" + strings.Join(attrs, ", ") + ")"
+		}
+		fmt.Fprintln(h.w, wrap("  ", "    ", msg))
 		return nil
 	}
-	var v, name, took string
+	var v uint64
+	var name, took string
 	down := false
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
 		case "version":
-			v = a.Value.String()
+			v = a.Value.Uint64()
 		case "name":
 			name = a.Value.String()
 		case "down":
@@ -143,19 +162,17 @@ func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 	if down {
 		dir = "down"
 	}
-	fmt.Fprintf(h.w, "  applied %s %s %s (%s)\n", v, name, dir, took)
+	what := sourceFile(h.fsys, v, dir)
+	if what == "" {
+		what = fmt.Sprintf("migration %d (%s) %s", v, name, dir)
+	}
+	fmt.Fprintln(h.w, wrap("  ", "    ", fmt.Sprintf("applied %s (%s)", what, took)))
 	return nil
 }
 
 func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table string, noTxWrap bool) error {
-	if err := checkDBFile(path); err != nil {
-		return err
-	}
-	dsn, err := fileURI(path, "_busy_timeout=30000")
-	if err != nil {
-		return failf("%s: %v", path, err)
-	}
-	o := migrate.Options{DSN: dsn, Table: table, NoTxWrap: noTxWrap, Logger: slog.New(printHandler{w})}
+	o := migrate.Options{Table: table, NoTxWrap: noTxWrap}
+	var err error
 	if src != "" {
 		if o.FS, _, err = sourceFS(src); err != nil {
 			return failf("%v", err)
@@ -163,19 +180,35 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 	} else {
 		o.FS = fstest.MapFS{} // force and version read no migration
 	}
+	o.Logger = slog.New(printHandler{w: w, fsys: o.FS})
+	if err := checkDBFile(path); err != nil {
+		// golang-migrate's command opens the database once the source
+		// has opened, and its sqlite3 driver creates a missing file:
+		// every operation given a source does the same here.
+		if src == "" || !errors.Is(err, errNoSuchFile) {
+			return err
+		}
+		if err := createDBFile(ctx, path); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, wrap("", "  ", path+": created (an empty database)"))
+	}
+	if o.DSN, err = fileURI(path, "_busy_timeout=30000"); err != nil {
+		return failf("%s: %v", path, err)
+	}
 	before, err := migrate.Version(ctx, o)
 	if err != nil {
-		return sqliteFailure(path, err)
+		return migrateFailure(path, err)
 	}
 	if op.name == "version" {
-		fmt.Fprintf(w, "%s: %s\n", path, fmtVersion(before, src != ""))
+		fmt.Fprintln(w, wrap("", "  ", path+": "+fmtVersion(before, src != "")))
 		return nil
 	}
 	// The cold-open lease lives in the file's lease engine (this creates
 	// the lease tables if the file has none yet, as a cleolease open would).
-	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: dsn})
+	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: o.DSN})
 	if err != nil {
-		return failf("%s: %v", path, err)
+		return leaseFailure(path, err)
 	}
 	defer e.Close()
 	o.Engine = e
@@ -191,21 +224,27 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 		err = migrate.Force(ctx, o, int(op.n))
 	}
 	if err != nil {
-		if errors.Is(err, migrate.ErrDirty) && !errors.Is(err, migrate.ErrFailed) {
-			return failf("%s: dirty at version %d: a migration failed half-way; repair the schema by hand, then 'cleolease migrate %s force V'", path, before.Version, path)
+		var me *migrate.Error
+		if errors.As(err, &me) && me.Dirty && me.Err == nil {
+			what := ""
+			if me.File != "" {
+				what = " (" + me.File + ")"
+			}
+			return failf("%s: dirty at version %d%s: a migration failed half-way; repair the schema by hand, then 'cleolease migrate %s force V'",
+				path, me.Current, what, path)
 		}
-		return failf("%s: %s%s: %v", path, op.name, opArg(op), err)
+		return migrateFailure(path, err)
 	}
 	after, err := migrate.Version(ctx, o)
 	if err != nil {
-		return sqliteFailure(path, err)
+		return migrateFailure(path, err)
 	}
 	if after.Version == before.Version && after.Dirty == before.Dirty {
-		fmt.Fprintf(w, "%s: no change: %s\n", path, fmtVersion(after, src != ""))
+		fmt.Fprintln(w, wrap("", "  ", path+": no change: "+fmtVersion(after, src != "")))
 		return nil
 	}
-	fmt.Fprintf(w, "%s: %s (was %s; %s under the cold-open lease)\n", path, fmtVersion(after, src != ""),
-		fmtVersion(migrate.Status{Version: before.Version, Dirty: before.Dirty}, false), fmtAge(time.Since(start)))
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s: %s (was %s; %s under the cold-open lease)", path, fmtVersion(after, src != ""),
+		fmtVersion(migrate.Status{Version: before.Version, Dirty: before.Dirty}, false), fmtAge(time.Since(start)))))
 	return nil
 }
 
@@ -225,9 +264,14 @@ func fmtVersion(st migrate.Status, withSource bool) string {
 	return s
 }
 
-func opArg(op migrateOp) string {
-	if op.name == "up" {
-		return ""
+// migrateFailure is a failed migration operation on path, as one line:
+// "path: migration 3 (0003_add.up.sql) failed: near "FOO": syntax error;
+// database left at version 2, clean". The command names itself, so
+// package migrate's prefix is dropped.
+func migrateFailure(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
+		return sqliteFailure(path, err) // the file, not a migration
 	}
-	return " " + strconv.FormatInt(op.n, 10)
+	return failf("%s: %s", path, strings.TrimPrefix(err.Error(), "cleolease/migrate: "))
 }

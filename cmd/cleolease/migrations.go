@@ -45,6 +45,20 @@ func migrationVersions(fsys fs.FS) ([]uint64, error) {
 	return vs, nil
 }
 
+// sourceFile is the name of the file of migration v in direction dir
+// ("up" or "down") in fsys, "" when there is none.
+func sourceFile(fsys fs.FS, v uint64, dir string) string {
+	ents, _ := fs.ReadDir(fsys, ".")
+	for _, e := range ents {
+		if m := migrationName.FindStringSubmatch(e.Name()); m != nil && m[3] == dir {
+			if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n == v {
+				return e.Name()
+			}
+		}
+	}
+	return ""
+}
+
 // sourceFS resolves a --source URL to a directory: file:///abs/dir,
 // file://rel/dir (golang-migrate's spelling) or a directory path, which
 // must contain a path separator or start with '.' (migrate.IsDirPath, the

@@ -27,7 +27,7 @@ func (u *progressUI) step(format string, args ...any) {
 	if u.quiet {
 		return
 	}
-	fmt.Fprintf(u.w, format+"\n", args...)
+	fmt.Fprintln(u.w, wrap("", "  ", fmt.Sprintf(format, args...)))
 }
 
 // start begins a timed step of length d.
@@ -37,13 +37,13 @@ func (u *progressUI) start(label string, d time.Duration) {
 		return
 	}
 	if !u.tty {
-		fmt.Fprintf(u.w, "%s: running for %s…\n", label, d)
+		fmt.Fprintln(u.w, wrap("", "  ", fmt.Sprintf("%s: running for %s…", label, d)))
 		return
 	}
 	u.bar = progressbar.NewOptions64(d.Milliseconds(),
 		progressbar.OptionSetWriter(u.w),
 		progressbar.OptionSetDescription(label),
-		progressbar.OptionSetWidth(30),
+		progressbar.OptionSetWidth(20), // with the description, within width columns
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionSetPredictTime(false),
 		progressbar.OptionThrottle(100*time.Millisecond),
@@ -68,6 +68,6 @@ func (u *progressUI) done(summary string) {
 		u.bar = nil
 	}
 	if !u.quiet {
-		fmt.Fprintf(u.w, "%s: %s\n", u.label, summary)
+		fmt.Fprintln(u.w, wrap("", "  ", u.label+": "+summary))
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -40,19 +38,20 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status DB",
 		Short: "Show holders, queues and the migration version of a database (read-only)",
-		Long: `status shows, for each (scope, lane) of DB: the holder (id, pid, alive or
-dead and the evidence), the epoch, how long it has held the lane, the age of
-its heartbeat and its re-entrancy depth; the waiters in grant order with
-their pids, priorities, places and wait times; and golang-migrate's version
-and dirty flag.
+		Long: `status shows, for each (scope, lane) of DB: the epoch; the holder (its id, pid,
+alive or dead and the evidence, how long it has held the lane, its re-entrancy
+depth and the age of its heartbeat); how many processes wait; the waiters in
+grant order with their pids, priorities and wait times; and golang-migrate's
+version and dirty flag.
 
 A waiter writes its queue row only once SQLite's write lock is free: while
 the holder is inside a write transaction, a waiter has only registered with
 the holder (over the doorbell, a datagram). status asks each live holder for
 those registrations, so every waiter is listed whatever the holder is doing
-("via holder" rather than "via queue"). A holder that cannot answer (stopped,
-or built without a doorbell: cleolease_pollwake, Windows) leaves its waiters
-counted from their locks on the sidecar but unnamed, with a note saying why.
+("registered with the holder" rather than a "queue row"). A holder that
+cannot answer (stopped, or built without a doorbell: cleolease_pollwake,
+Windows) leaves its waiters counted from their locks on the sidecar but
+unnamed, with a note saying why.
 
 status writes nothing to the database or the sidecar: it opens DB read-only
 (mode=ro), never creates the lease tables or the sidecar, and judges
@@ -63,7 +62,26 @@ it exits) in the portable tier.
 
 DB is a file path, not a DSN. On a plain SQLite file (no lease tables yet)
 status fails, except with --json, which prints an empty lane list and the
-reason.`,
+reason.
+
+--json prints one object per refresh (durations, *_ns, in nanoseconds):
+  path, at        DB and the time of the reading
+  migrations      table; present (the table exists); version (absent when
+                  none is recorded); dirty
+  lanes[]         scope, lane; epoch (the highest issued: the fencing token
+                  of the latest grant)
+    holder        absent when the lane is free: id, pid, alive, why (the
+                  evidence), epoch, held_for_ns, heartbeat_age_ns, ttl_ns, depth
+    waiters[]     in grant order: ticket (0: registered with the holder, no
+                  queue row yet), id, pid, priority (lower is served first),
+                  since, waited_ns, place (1 is served next; absent while some
+                  waiters are unnamed), source ("queue" or "holder"), alive, why
+    waiting       how many processes wait, named or not: the text's "waiting"
+                  (dead processes' queue rows are listed in waiters, not
+                  counted); -1 where the platform keeps no liveness locks
+    unnamed       how many waiting processes waiters does not name
+    note          why some are unnamed
+  reason          why lanes is empty (a file without lease tables)`,
 		Example: `  cleolease status app.db
   cleolease status app.db --json | jq '.lanes[].holder'
   cleolease status app.db --watch          # refresh every second
@@ -152,16 +170,6 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func newTable(w io.Writer, header ...any) *tablewriter.Table {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-	)
-	t.Header(header...)
-	return t
-}
-
 func aliveText(alive bool, why string) string {
 	if alive {
 		return "alive (" + why + ")"
@@ -169,55 +177,80 @@ func aliveText(alive bool, why string) string {
 	return "DEAD (" + why + ")"
 }
 
+// printStatus writes rep as a block per lane, each fact on its own line
+// (wrapped to width): the lane and its epoch, its holder, how many
+// processes wait and the waiters in grant order, and a note on waiters it
+// cannot name. Ids are never cut.
 func printStatus(w io.Writer, rep statusReport) {
-	fmt.Fprintf(w, "%s at %s\n", rep.Path, rep.At.Format("2006-01-02 15:04:05.000"))
-	fmt.Fprintf(w, "migrations (%s): %s\n", rep.Migrations.Table, rep.Migrations)
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s at %s", rep.Path, rep.At.Format("2006-01-02 15:04:05.000"))))
+	fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("migrations (%s): %s", rep.Migrations.Table, rep.Migrations)))
 	if len(rep.Lanes) == 0 {
 		fmt.Fprintln(w, "lanes: none (no process has taken a lease yet)")
 		return
 	}
-	fmt.Fprintln(w)
-	t := newTable(w, "scope/lane", "epoch", "holder", "pid", "state", "held for", "heartbeat age", "depth", "waiters")
+	const (
+		label = "  %-9s" // a field's name, then its first line
+		more  = "           "
+	)
+	field := func(name, text string) { fmt.Fprintln(w, wrap(fmt.Sprintf(label, name), more, text)) }
 	for _, l := range rep.Lanes {
-		row := []string{l.Scope + "/" + l.Lane, strconv.FormatInt(l.Epoch, 10)}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("lane %s/%s, epoch %d", l.Scope, l.Lane, l.Epoch)))
 		if h := l.Holder; h != nil {
-			hb := fmtAge(h.Heartbeat)
-			if h.TTL > 0 && h.Heartbeat > h.TTL {
-				hb += fmt.Sprintf(" (> ttl %s: hung?)", fmtAge(h.TTL))
+			field("holder", fmt.Sprintf("%s pid %d", h.ID, h.PID))
+			fmt.Fprintln(w, wrap(more, more, aliveText(h.Alive, h.Why)))
+			hb := fmtAge(h.Heartbeat) + " ago"
+			if h.TTL > 0 {
+				hb += fmt.Sprintf(" (ttl %s)", fmtAge(h.TTL))
+				if h.Heartbeat > h.TTL {
+					hb = fmt.Sprintf("%s ago: more than its ttl %s, hung?", fmtAge(h.Heartbeat), fmtAge(h.TTL))
+				}
 			}
-			row = append(row, shortID(h.ID), strconv.FormatInt(h.PID, 10), aliveText(h.Alive, h.Why),
-				fmtAge(h.HeldFor), hb, strconv.FormatInt(h.Depth, 10))
+			fmt.Fprintln(w, wrap(more, more, fmt.Sprintf("held for %s, depth %d, heartbeat %s", fmtAge(h.HeldFor), h.Depth, hb)))
 		} else {
-			row = append(row, "(free)", "", "", "", "", "")
+			field("holder", "none (free)")
 		}
-		waiters := strconv.Itoa(len(l.Waiters))
-		if l.Unnamed > 0 {
-			// Waiting processes no holder could name (see the note).
-			waiters += fmt.Sprintf(" (+%d unnamed)", l.Unnamed)
-		}
-		row = append(row, waiters)
-		t.Append(row)
-	}
-	t.Render()
-	for _, l := range rep.Lanes {
+		field("waiting", waitingText(l))
 		if len(l.Waiters) > 0 {
-			fmt.Fprintf(w, "\nqueue of %s/%s, in grant order:\n", l.Scope, l.Lane)
-			q := newTable(w, "#", "ticket", "waiter", "pid", "priority", "waiting", "via", "state")
-			for _, x := range l.Waiters {
-				place, ticket := "?", "-"
-				if x.Place > 0 {
-					place = strconv.Itoa(x.Place)
-				}
-				if x.Ticket > 0 {
-					ticket = strconv.FormatInt(x.Ticket, 10)
-				}
-				q.Append([]string{place, ticket, shortID(x.ID), strconv.FormatInt(x.PID, 10),
-					strconv.FormatInt(x.Priority, 10), fmtAge(x.Waited), x.Source, aliveText(x.Alive, x.Why)})
+			order := "in grant order (1 is served next):"
+			if l.Unnamed > 0 {
+				order = "the ones named, in the order they would be served among themselves:"
 			}
-			q.Render()
+			field("queue", order)
+			for i, x := range l.Waiters {
+				place := "-"
+				if x.Place > 0 {
+					place = strconv.Itoa(x.Place) + "."
+				} else if l.Unnamed == 0 {
+					place = strconv.Itoa(i+1) + "."
+				}
+				first := fmt.Sprintf("    %-3s ", place)
+				fmt.Fprintln(w, wrap(first, "        ", fmt.Sprintf("%s pid %d, priority %d", x.ID, x.PID, x.Priority)))
+				via := "no queue row yet (registered with the holder)"
+				if x.Source != "holder" {
+					via = fmt.Sprintf("ticket %d (queue row)", x.Ticket)
+				}
+				fmt.Fprintln(w, wrap("        ", "        ", fmt.Sprintf("waiting %s, %s, %s", fmtAge(x.Waited), via, aliveText(x.Alive, x.Why))))
+			}
 		}
 		if l.Note != "" {
-			fmt.Fprintf(w, "\nnote on %s/%s: %s\n", l.Scope, l.Lane, l.Note)
+			field("note", l.Note)
 		}
 	}
+}
+
+// waitingText is how many processes wait for the lane: LaneStatus.Waiting,
+// the "waiting" of --json, and how many of them are not named.
+func waitingText(l lease.LaneStatus) string {
+	if l.Waiting < 0 {
+		return "not counted: this platform keeps no liveness locks"
+	}
+	s := fmt.Sprintf("%d processes", l.Waiting)
+	if l.Waiting == 1 {
+		s = "1 process"
+	}
+	if l.Unnamed > 0 {
+		s += fmt.Sprintf(", %d of them not named (see the note)", l.Unnamed)
+	}
+	return s
 }

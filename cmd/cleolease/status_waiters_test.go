@@ -137,7 +137,7 @@ func TestStatusNamesWaitersBehindAWriteTransaction(t *testing.T) {
 			t.Errorf("lane %+v: want 2 waiting, none unnamed", l)
 		}
 		r := cli(t, "status", path)
-		ic, ib := strings.Index(r.stdout, " "+strconv.FormatInt(c.pid(), 10)+" "), strings.Index(r.stdout, " "+strconv.FormatInt(b.pid(), 10)+" ")
+		ic, ib := pidAt(r.stdout, c.pid()), pidAt(r.stdout, b.pid())
 		t.Logf("cleolease status:\n%s", r.stdout)
 		if r.code != 0 || ic < 0 || ib < ic {
 			t.Errorf("status does not list C (%d) then B (%d):\n%s", c.pid(), b.pid(), r)
@@ -153,4 +153,28 @@ func TestStatusNamesWaitersBehindAWriteTransaction(t *testing.T) {
 	b.expect("INTX")
 	b.send("commit")
 	b.expect("COMMITTED")
+}
+
+// TestBreakRefusesAtOnce (issue 21, item 4): break without --force on a
+// live holder inside a write transaction refuses at once, naming it,
+// instead of waiting for SQLite's write lock, which the holder keeps: with
+// an hour's --timeout it returns while the holder is still in its
+// transaction (told to commit only afterwards), and the lane is untouched.
+func TestBreakRefusesAtOnce(t *testing.T) {
+	path := txDB(t)
+	a := startTx(t, path, "jobs", 100)
+	a.expect("OPEN")
+	a.expect("INTX")
+	r := cli(t, "break", path, "--scope", "main", "--lane", "jobs", "--timeout", "1h")
+	pid := strconv.FormatInt(a.pid(), 10)
+	if r.code != 1 || !strings.Contains(r.stderr, "refusing to break main/jobs: holder cl-") ||
+		!strings.Contains(r.stderr, "(pid "+pid+") is alive (liveness lock held)") {
+		t.Fatalf("break of a live holder inside a write transaction: want an immediate refusal naming pid %s, got %s", pid, r)
+	}
+	oneStderrLine(t, result{stderr: r.stderr})
+	a.send("commit")
+	a.expect("COMMITTED")
+	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Holder == nil || l.Holder.PID != a.pid() {
+		t.Fatalf("the refused break changed the holder: %+v", l.Holder)
+	}
 }

@@ -42,7 +42,7 @@ func TestStatusStoppedHolder(t *testing.T) {
 		t.Fatalf("lane %+v: want B counted, unnamed, and a note that the holder did not answer", l)
 	}
 	r := cli(t, "status", path)
-	if r.code != 0 || !strings.Contains(r.stdout, "(+1 unnamed)") || !strings.Contains(r.stdout, "did not answer") {
+	if r.code != 0 || !strings.Contains(flat(r.stdout), "waiting 1 process, 1 of them not named") || !strings.Contains(flat(r.stdout), "did not answer") {
 		t.Errorf("status does not show the unnamed waiter and why:\n%s", r)
 	}
 

@@ -297,3 +297,9 @@ var errBusy = errors.New("lock held elsewhere")
 // Portable reports whether this build uses the portable tier's evidence
 // (flock on files of our own) rather than byte-range locks on the sidecar.
 const Portable = false
+
+// KeepsLocks reports whether this build keeps liveness locks: every
+// process with the database open through cleolease holds its lifetime
+// lock in the liveness locks' files, so when they do not exist no such
+// process has the database open.
+const KeepsLocks = true

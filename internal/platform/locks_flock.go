@@ -394,3 +394,9 @@ func exited(p string) bool {
 // Portable reports whether this build uses the portable tier's evidence
 // (flock on files of our own) rather than byte-range locks on the sidecar.
 const Portable = true
+
+// KeepsLocks reports whether this build keeps liveness locks: every
+// process with the database open through cleolease holds its lifetime
+// lock in the liveness locks' files, so when they do not exist no such
+// process has the database open.
+const KeepsLocks = true

@@ -17,3 +17,7 @@ func OpenLocksReadOnly(dbPath string) (Locks, error) { return nil, nil }
 // Portable reports whether this build uses the portable tier's evidence;
 // this platform has none.
 const Portable = false
+
+// KeepsLocks reports whether this build keeps liveness locks; this
+// platform has none.
+const KeepsLocks = false

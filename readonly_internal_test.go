@@ -1,0 +1,79 @@
+package cleolease
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// TestOpenedReadOnly pins openedReadOnly's reading of EXPLAIN BEGIN
+// IMMEDIATE to what SQLite decides: read-only for mode=ro and immutable=1,
+// writable for a default open, for a read-only open of a WAL file, and for
+// an in-memory database. A SQLite whose EXPLAIN listing changes fails here
+// rather than silently treating every file as writable.
+func TestOpenedReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	rollback := filepath.Join(dir, "rollback.db")
+	wal := filepath.Join(dir, "wal.db")
+	for _, dsn := range []string{"file:" + rollback, "file:" + wal + "?_journal_mode=WAL"} {
+		sc := openRaw(t, dsn)
+		if _, err := sc.Exec(`CREATE TABLE t(x)`, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		dsn  string
+		want bool
+	}{
+		{"file:" + rollback, false},
+		{"file:" + rollback + "?mode=ro", true},
+		{"file:" + rollback + "?immutable=1", true},
+		{"file:" + wal, false},
+		{"file:" + wal + "?mode=ro", true},
+		{"file:" + rollback + "?mode=ro&_query_only=1", true},
+		{":memory:", false},
+		{"file:/m?vfs=memdb", false},
+	} {
+		sc := openRaw(t, c.dsn)
+		if got := openedReadOnly(sc); got != c.want {
+			t.Errorf("%s: openedReadOnly = %v, want %v", c.dsn, got, c.want)
+		}
+		// The probe starts nothing: the connection is still in autocommit
+		// and writable connections can still write.
+		if !sc.AutoCommit() {
+			t.Errorf("%s: the probe left a transaction open", c.dsn)
+		}
+		if !c.want {
+			if _, err := sc.Exec(`CREATE TABLE IF NOT EXISTS w(x)`, nil); err != nil {
+				t.Errorf("%s: write after the probe: %v", c.dsn, err)
+			}
+		}
+	}
+}
+
+func openRaw(t *testing.T, dsn string) *sqlite3.SQLiteConn {
+	t.Helper()
+	conn, err := (&sqlite3.SQLiteDriver{}).Open(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", dsn, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn.(*sqlite3.SQLiteConn)
+}
+
+// BenchmarkOpenedReadOnly is the cost of the question each new connection
+// asks (one EXPLAIN BEGIN IMMEDIATE).
+func BenchmarkOpenedReadOnly(b *testing.B) {
+	conn, err := (&sqlite3.SQLiteDriver{}).Open("file:" + filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	sc := conn.(*sqlite3.SQLiteConn)
+	for b.Loop() {
+		if openedReadOnly(sc) {
+			b.Fatal("read-only")
+		}
+	}
+}
