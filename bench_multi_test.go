@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 

@@ -3,11 +3,11 @@ package cleolease_test
 import (
 	"context"
 	"database/sql"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"path/filepath"
 	"testing"
 
 	_ "github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 

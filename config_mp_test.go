@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 func init() {

@@ -3,13 +3,13 @@ package cleolease_test
 import (
 	"context"
 	"database/sql"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"path/filepath"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // nativeConn returns the *sqlite3.SQLiteConn behind a value sql.Conn.Raw

@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // Helpers of this file are prefixed dt so that they cannot collide with
@@ -578,7 +578,7 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 
 	t.Run("migrations on private memory", func(t *testing.T) {
 		for name, edit := range map[string]func(c *cleolease.Config){
-			"MigrationsFS": func(c *cleolease.Config) { c.MigrationsFS = os.DirFS(t.TempDir()) },
+			"MigrationsFS": func(c *cleolease.Config) { c.MigrationsFS = os.DirFS(testdir.New(t)) },
 			"Migrator":     func(c *cleolease.Config) { c.Migrator = cleolease.MigratorFunc(nil) },
 		} {
 			cfg := cleolease.NewConfig()

@@ -3,13 +3,14 @@ package cleolease
 import (
 	"database/sql"
 	"errors"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // cfg returns NewConfig() with SQLiteDSN set and then changed by fns.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // Tests of issue 13's drop-in fidelity that need more than a differential
@@ -338,7 +338,7 @@ func TestExclusiveLockingPragmaRefused(t *testing.T) {
 // refused, saying that SQLite would open a private temporary on-disk
 // database.
 func TestEmptyDSNSaysWhatSQLiteWouldOpen(t *testing.T) {
-	_, err := cleolease.OpenDB(cleolease.Config{MigrationsFS: os.DirFS(t.TempDir())})
+	_, err := cleolease.OpenDB(cleolease.Config{MigrationsFS: os.DirFS(testdir.New(t))})
 	if !errors.Is(err, cleolease.ErrPrivateMemory) || !strings.Contains(err.Error(), "private temporary on-disk database") {
 		t.Fatalf("OpenDB = %v, want ErrPrivateMemory saying what SQLite would open", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 func init() {

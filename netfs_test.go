@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // fakeFS makes detectFileSystem report info for dir (and nothing else:

@@ -11,7 +11,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // relReadOnlyDir makes dir read-only for this process: chmod where that

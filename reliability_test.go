@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // relWrite inserts v into items through db; it reports whether the write

@@ -1,11 +1,12 @@
 package cleolease_test
 
 import (
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestSidecarDir: with _lease_sidecar_dir the liveness files live in that

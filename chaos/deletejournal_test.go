@@ -6,13 +6,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // Multi-process tests re-execute the test binary with CLEOLEASE_ROLE set;

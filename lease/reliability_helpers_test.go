@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/mattn/go-sqlite3"
 )
 

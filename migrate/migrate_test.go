@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/migrate"
 )
@@ -211,7 +211,7 @@ func TestFailureIsAtomic(t *testing.T) {
 func TestErrorNamesTheFile(t *testing.T) {
 	ctx := context.Background()
 	_, dsn, _ := newDB(t)
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	for name, body := range map[string]string{
 		"0001_a.up.sql":   "CREATE TABLE a (x INTEGER);",
 		"0001_a.down.sql": "DROP TABLE a;",

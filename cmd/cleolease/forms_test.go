@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestStatusPlainFileJSON: on a plain SQLite file (no lease tables),

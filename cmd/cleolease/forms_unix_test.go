@@ -6,13 +6,14 @@ package main
 
 import (
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestBreakNeverHitsALaterHolder: break prints the holder and epoch it

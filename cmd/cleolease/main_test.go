@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"io/fs"
 	"net/url"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 	"github.com/cleocode/cleolease/lease"
 )
@@ -409,7 +409,7 @@ func TestStatusWritesNothing(t *testing.T) {
 // the text agree that nobody waits (issue 21, item 2: --json said -1, the
 // text 0).
 func TestStatusWaitingAgrees(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	leasedDB(t, path)
 	if l := laneOf(t, statusJSON(t, path), "main", "jobs"); l.Waiting != 0 || l.Unnamed != 0 {
 		t.Errorf("--json: waiting %d, unnamed %d; want 0 and 0", l.Waiting, l.Unnamed)
@@ -593,7 +593,7 @@ func TestMigrate(t *testing.T) {
 // (through SQLite); without --source, or when the source does not open,
 // nothing is created.
 func TestMigrateCreatesTheFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	writeMigrations(t, filepath.Join(dir, "migrations"))
 	src := "file://" + filepath.Join(dir, "migrations")
 	missing := func(name string) string {
@@ -711,7 +711,7 @@ func TestDemo(t *testing.T) {
 	// whole.
 	checkWidth(t, "demo", out)
 	checkWidth(t, "demo's progress", r.stderr)
-	deep := filepath.Join(t.TempDir(), strings.Repeat("a-long-directory-name/", 3))
+	deep := filepath.Join(testdir.New(t), strings.Repeat("a-long-directory-name/", 3))
 	for i := range rep.Runs {
 		run := &rep.Runs[i]
 		run.DB = filepath.Join(deep, run.Label+".db")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
 

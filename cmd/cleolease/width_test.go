@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -108,7 +109,7 @@ func TestStatusPrintWidth(t *testing.T) {
 // "cleolease: OP on PATH" preamble (here the sidecar's path is taken by a
 // directory).
 func TestLeaseFailureOneLine(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	writeMigrations(t, filepath.Join(dir, "migrations"))
 	path := filepath.Join(dir, "app.db")
 	if err := os.WriteFile(path, nil, 0o644); err != nil {

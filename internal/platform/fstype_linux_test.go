@@ -3,9 +3,10 @@
 package platform
 
 import (
-	"github.com/cleocode/cleolease/internal/testdir"
 	"path/filepath"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // FileSystem on this machine's temporary directory and /proc: both local,

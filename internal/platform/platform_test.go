@@ -2,13 +2,14 @@ package platform
 
 import (
 	"errors"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 func newDB(t *testing.T) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cleocode/cleolease/internal/testdir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 func TestSuiteDSN(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("TMPDIR", testdir.New(t))
 	tmp := os.TempDir()
 	kept := []string{
 		"a.db",
@@ -53,7 +54,7 @@ func TestSuiteRegisterUsesBaseDriver(t *testing.T) {
 		hooked++
 		return nil
 	}})
-	db, err := sql.Open(name, filepath.Join(t.TempDir(), "a.db"))
+	db, err := sql.Open(name, filepath.Join(testdir.New(t), "a.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
