@@ -222,7 +222,7 @@ func TestErrorNamesTheFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := migrate.Options{DSN: dsn, SourceURL: "file://" + dir}
+	o := migrate.Options{DSN: dsn, SourceURL: "file://" + filepath.ToSlash(dir)}
 	if err := migrate.Up(ctx, o); err != nil {
 		t.Fatal(err)
 	}

@@ -595,14 +595,14 @@ func TestMigrate(t *testing.T) {
 func TestMigrateCreatesTheFile(t *testing.T) {
 	dir := testdir.New(t)
 	writeMigrations(t, filepath.Join(dir, "migrations"))
-	src := "file://" + filepath.Join(dir, "migrations")
+	src := "file://" + filepath.ToSlash(filepath.Join(dir, "migrations"))
 	missing := func(name string) string {
 		t.Helper()
 		p := filepath.Join(dir, name)
 		if r := cli(t, "migrate", p, "version"); r.code != 1 || !strings.Contains(r.stderr, p+": no such file") {
 			t.Errorf("version without --source on a missing file: %s", r)
 		}
-		if r := cli(t, "migrate", p, "--source", "file://"+filepath.Join(dir, "nope"), "up"); r.code != 1 || !strings.Contains(r.stderr, "no such file or directory") {
+		if r := cli(t, "migrate", p, "--source", "file://"+filepath.ToSlash(filepath.Join(dir, "nope")), "up"); r.code != 1 || !strings.Contains(r.stderr, "no such file or directory") {
 			t.Errorf("up with a missing source: %s", r)
 		}
 		if _, err := os.Stat(p); err == nil {

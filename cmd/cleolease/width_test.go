@@ -118,7 +118,7 @@ func TestLeaseFailureOneLine(t *testing.T) {
 	if err := os.Mkdir(platform.SidecarPath(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := cli(t, "migrate", path, "--source", "file://"+filepath.Join(dir, "migrations"), "up")
+	r := cli(t, "migrate", path, "--source", "file://"+filepath.ToSlash(filepath.Join(dir, "migrations")), "up")
 	oneStderrLine(t, result{stderr: r.stderr})
 	if r.code != 1 || !strings.HasPrefix(r.stderr, "cleolease migrate: "+path+": open: ") || strings.Count(r.stderr, "cleolease") != 2 {
 		t.Errorf("want one line naming the command, DB and the failed open once each; got %s", r)

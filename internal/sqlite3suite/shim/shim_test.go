@@ -40,7 +40,9 @@ func TestSuiteDSN(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range private {
 		got := suiteDSN(p.dsn)
-		if !strings.HasPrefix(got, p.prefix) || !strings.HasSuffix(got, p.suffix) || seen[got] {
+		got = strings.ReplaceAll(got, string(filepath.Separator), "/") // Windows: C:\…\db.sqlite
+		prefix := strings.ReplaceAll(p.prefix, string(filepath.Separator), "/")
+		if !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, p.suffix) || seen[got] {
 			t.Errorf("suiteDSN(%q) = %q, want a new file %s…%s", p.dsn, got, p.prefix, p.suffix)
 		}
 		seen[got] = true
