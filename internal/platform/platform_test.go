@@ -5,12 +5,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/testdir"
 )
+
+// TestMain lets a test start this binary as a child that only sleeps
+// (CLEOLEASE_PLATFORM_SLEEP set) until it is killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("CLEOLEASE_PLATFORM_SLEEP") != "" {
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 func newDB(t *testing.T) string {
 	t.Helper()
@@ -127,14 +136,12 @@ func TestBell(t *testing.T) {
 
 // WatchExit reports a process's exit, and an already gone one at once.
 func TestWatchExit(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		// Windows has no sleep(1) to start as the watched child (and
-		// WatchExit there refuses a pid already gone: OpenProcess fails).
-		t.Skip("Windows: no sleep(1) child to watch")
-	}
-	cmd := exec.Command("sleep", "60")
+	// The child is this test binary, sleeping (see TestMain): every OS
+	// has one.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CLEOLEASE_PLATFORM_SLEEP=1")
 	if err := cmd.Start(); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	stop, err := WatchExit(int64(cmd.Process.Pid), func() { close(exited) })
