@@ -1,7 +1,7 @@
 package cleolease_test
 
-// Multi-process benchmarks: the loads of `cleolease bench` (and of
-// /work/shared/tools/contention) as `go test -bench` sub-benchmarks, with
+// Multi-process benchmarks: the loads of "cleolease bench" as "go test
+// -bench" sub-benchmarks, with
 // the peers of internal/workload side by side in one benchmark function,
 // so that benchstat can compare them: txlock (raw go-sqlite3, BeginTx with
 // _txlock=immediate), flock (txlock inside an exclusive flock on a side

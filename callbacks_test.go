@@ -140,7 +140,7 @@ func openHookTwins(t *testing.T, query string, raw, cl *callbackLog, more func(*
 	if edit != nil {
 		edit(cfg)
 	}
-	clDB, err = cleolease.OpenDB(*cfg)
+	clDB, err = cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,11 +406,12 @@ func TestDenyAllAuthorizerSameErrors(t *testing.T) {
 }
 
 // TestStealFenceVisibleToUpdateHook: under the opt-in
-// _lease_steal_after_ttl the fencing check refreshes the lease row's
-// heartbeat inside the user's transaction, on the user's connection: the
-// update hook sees that one row change (an UPDATE of main._writer_leases)
-// just before the commit of each fenced write, and nothing else differs
-// from go-sqlite3 (a listed difference).
+// _lease_steal_after_ttl the fencing check just before the driver's COMMIT
+// refreshes the lease row's heartbeat inside the user's transaction, on
+// the user's connection: the update hook sees that one row change (an
+// UPDATE of main._writer_leases) just before each commit, and nothing else
+// differs from go-sqlite3 (a listed difference; the check right after
+// BEGIN IMMEDIATE is a plain read).
 func TestStealFenceVisibleToUpdateHook(t *testing.T) {
 	raw, cl := &callbackLog{}, &callbackLog{}
 	rawDB, clDB, _, _ := openHookTwins(t, "?_lease_steal_after_ttl=true", raw, cl, nil, nil)
@@ -423,19 +424,30 @@ func TestStealFenceVisibleToUpdateHook(t *testing.T) {
 	want, _ := raw.take()
 	got, conns := cl.take()
 	var rest []string
-	refreshes := 0
+	refreshes, commits, rollbacks := 0, 0, 0
 	for i, ev := range got {
-		if !strings.Contains(ev, " main._writer_leases ") {
-			rest = append(rest, ev)
+		switch {
+		case strings.Contains(ev, " main._writer_leases "):
+			refreshes++
+			if !strings.HasPrefix(ev, fmt.Sprintf("update(op=%d ", sqlite3.SQLITE_UPDATE)) {
+				t.Errorf("event %d, %s, is not a heartbeat refresh: %v", i, ev, got)
+			}
 			continue
+		case ev == "commit":
+			commits++
+			if i == 0 || !strings.Contains(got[i-1], " main._writer_leases ") {
+				t.Errorf("commit %d is not preceded by a heartbeat refresh: %v", i, got)
+			}
+		case ev == "rollback":
+			rollbacks++
 		}
-		refreshes++
-		if !strings.HasPrefix(ev, fmt.Sprintf("update(op=%d ", sqlite3.SQLITE_UPDATE)) || i+1 == len(got) || got[i+1] != "commit" {
-			t.Errorf("event %d, %s, is not a heartbeat refresh right before a commit: %v", i, ev, got)
-		}
+		rest = append(rest, ev)
 	}
-	if refreshes == 0 || !reflect.DeepEqual(rest, want) {
+	if !reflect.DeepEqual(rest, want) {
 		t.Fatalf("callbacks without the %d heartbeat refreshes differ\n go-sqlite3: %v\n cleolease:  %v", refreshes, want, got)
+	}
+	if refreshes != commits || rollbacks == 0 {
+		t.Fatalf("%d heartbeat refreshes for %d commits (%d rollbacks): %v", refreshes, commits, rollbacks, got)
 	}
 	if len(conns) != 1 || !conns[clConn] {
 		t.Fatalf("callbacks ran on %d connections, want only the pool's", len(conns))

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // repository (the design and research notes the project started from). A
 // comment must send its reader only to files of the repository or to
 // public sources.
-var privateCitation = regexp.MustCompile(`DESIGN\b|\blease-anchors\b|\bstyle-anchors\b|\bcleo-lease-spec\b|\bresearch/|\bseeds/`)
+var privateCitation = regexp.MustCompile(`DESIGN\b|\blease-anchors\b|\bstyle-anchors\b|\bcleo-lease-spec\b|\bresearch/|\bseeds/|\bshared/tools\b|/work/shared\b`)
 
 // TestCommentsCiteOnlyReachableDocuments scans the comments of every .go
 // file of the repository (every module in it) for such references.
@@ -50,5 +51,27 @@ func TestCommentsCiteOnlyReachableDocuments(t *testing.T) {
 	}
 	if n < 50 {
 		t.Fatalf("scanned only %d .go files; is the test running from the module root?", n)
+	}
+}
+
+// TestDocsCiteOnlyReachableDocuments: the Markdown documentation cites
+// only what a clone holds or public sources, so a reader can rerun every
+// measurement it quotes (no tools kept beside the repository).
+func TestDocsCiteOnlyReachableDocuments(t *testing.T) {
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := regexp.MustCompile(`\.\./shared\b|/work/shared\b|\bshared/tools\b|\bcontention tool\b`)
+	for _, name := range append([]string{"README.md", "compat/README.md"}, docs...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := outside.FindString(line); m != "" {
+				t.Errorf("%s:%d cites %q, which is not in the repository: %s", name, i+1, m, line)
+			}
+		}
 	}
 }

@@ -17,7 +17,7 @@ import "fmt"
 // ConfigError reports a Config field that NewConnector or OpenDB rejects:
 // Field is the Config field's name ("TTL", "Lane", ...), Value the
 // offending value as text (empty when the field is empty) and Reason why it
-// is refused. Problems inside Config.SQLiteDSN are reported as a *DSNError
+// is refused; for a nil *Config, Field and Value are empty. Problems inside Config.SQLiteDSN are reported as a *DSNError
 // naming the DSN parameter, since that is what the caller wrote.
 type ConfigError struct {
 	Field  string
@@ -26,6 +26,9 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return "cleolease: " + e.Reason
+	}
 	if e.Value == "" {
 		return fmt.Sprintf("cleolease: Config.%s: %s", e.Field, e.Reason)
 	}

@@ -17,13 +17,13 @@ func init() {
 }
 
 // roleConfigLiteral opens CLEOLEASE_DSN the way the README's Config
-// literal does — cleolease.OpenDB(cleolease.Config{SQLiteDSN: …,
+// literal does — cleolease.OpenDB(&cleolease.Config{SQLiteDSN: …,
 // MigrationsFS: …}), nothing else set — says "READY" (or "ERR …"), and on
 // "tx" inserts one item in a transaction and reports "RES outcome" and
 // "DEGRADED n" (the degraded grants counted so far).
 func roleConfigLiteral() int {
 	ctx := context.Background()
-	db, err := cleolease.OpenDB(cleolease.Config{SQLiteDSN: os.Getenv("CLEOLEASE_DSN"), MigrationsFS: os.DirFS(os.Getenv("CLEOLEASE_MIGDIR"))})
+	db, err := cleolease.OpenDB(&cleolease.Config{SQLiteDSN: os.Getenv("CLEOLEASE_DSN"), MigrationsFS: os.DirFS(os.Getenv("CLEOLEASE_MIGDIR"))})
 	if err == nil {
 		err = db.PingContext(ctx)
 	}
@@ -62,7 +62,7 @@ func roleConfigLiteral() int {
 }
 
 // TestConfigLiteralWriterWaits: the README's literal
-// cleolease.OpenDB(cleolease.Config{SQLiteDSN: "file:app.db", MigrationsFS:
+// cleolease.OpenDB(&cleolease.Config{SQLiteDSN: "file:app.db", MigrationsFS:
 // sub}) opens, runs its migrations, and a write that finds another process
 // holding the lane waits for it instead of degrading at once (issue 16,
 // item 1: the literal failed to open, and with the fields filled in one by

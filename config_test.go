@@ -13,7 +13,7 @@ import (
 // README's literal failed with an error about "_lease_lane", and once
 // filled in enough to open, its zero Wait degraded every contended write).
 func TestConfigLiteralTakesDefaults(t *testing.T) {
-	c, err := NewConnector(Config{SQLiteDSN: "file:app.db", MigrationsFS: testFS{}})
+	c, err := NewConnector(&Config{SQLiteDSN: "file:app.db", MigrationsFS: testFS{}})
 	if err != nil {
 		t.Fatalf("NewConnector(Config literal as in the README) = %v", err)
 	}
@@ -38,7 +38,7 @@ func TestConfigLiteralTakesDefaults(t *testing.T) {
 func TestConfigExplicitZerosKept(t *testing.T) {
 	check := func(name string, c *Config) {
 		t.Helper()
-		conn, err := NewConnector(*c)
+		conn, err := NewConnector(c)
 		if err != nil {
 			t.Fatalf("%s: NewConnector: %v", name, err)
 		}
@@ -67,14 +67,15 @@ func TestConfigExplicitZerosKept(t *testing.T) {
 // Config name, not by a DSN parameter the caller never wrote.
 func TestConfigErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct {
-		c     Config
+		c     *Config
 		field string
 	}{
-		{Config{SQLiteDSN: "x.db", TTL: -time.Second}, "TTL"},
-		{Config{SQLiteDSN: "x.db", Wait: -time.Second}, "Wait"},
-		{Config{SQLiteDSN: "x.db", Mode: "sometimes"}, "Mode"},
-		{Config{SQLiteDSN: "x.db", MigrationsTable: "a-b"}, "MigrationsTable"},
-		{*cfg("x.db", func(c *Config) { c.Lane = "" }), "Lane"},
+		{&Config{SQLiteDSN: "x.db", TTL: -time.Second}, "TTL"},
+		{&Config{SQLiteDSN: "x.db", Wait: -time.Second}, "Wait"},
+		{&Config{SQLiteDSN: "x.db", Mode: "sometimes"}, "Mode"},
+		{&Config{SQLiteDSN: "x.db", MigrationsTable: "a-b"}, "MigrationsTable"},
+		{cfg("x.db", func(c *Config) { c.Lane = "" }), "Lane"},
+		{nil, ""}, // a nil *Config names no field, and does not panic
 	} {
 		_, err := NewConnector(tc.c)
 		var ce *ConfigError
@@ -95,3 +96,21 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 type testFS struct{}
 
 func (testFS) Open(string) (fs.File, error) { return nil, fs.ErrNotExist }
+
+// TestNewConnectorCopiesConfig: NewConnector takes a *Config (as
+// go-sql-driver/mysql's does) but neither fills in the caller's literal nor
+// sees a later change to it.
+func TestNewConnectorCopiesConfig(t *testing.T) {
+	lit := &Config{SQLiteDSN: "x.db"}
+	conn, err := NewConnector(lit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *lit != (Config{SQLiteDSN: "x.db"}) {
+		t.Errorf("NewConnector changed the caller's Config to %+v", *lit)
+	}
+	lit.Lane = "later"
+	if got := conn.Config().Lane; got != DefaultLane {
+		t.Errorf("a change after NewConnector reached it: Lane %q, want %q", got, DefaultLane)
+	}
+}

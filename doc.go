@@ -34,18 +34,18 @@
 //
 //   - _lease_lane (default): lane of writes whose context names none (WithLane)
 //   - _lease_linger (100ms): how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues
-//   - _lease_mode (local): `off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.
-//   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. `_lease_mode=off` and read-only opens are never refused.
-//   - _lease_priority (100): queue priority, **lower is served first** (WithPriority overrides it per call)
-//   - _lease_quiet (false): `true`: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to `Config.Logger`, else to `slog.Default()`. A discarding `Config.Logger` (`slog.New(slog.DiscardHandler)`) silences them too.
+//   - _lease_mode (local): off: pure pass-through, no lease tables. local: after _lease_wait, proceed without the lease (a degraded grant: logged at warning level and counted; never caused by a cancelled context). require: after _lease_wait, fail with ErrLeaseUnavailable.
+//   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with *NetworkFSError; allow opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. _lease_mode=off and read-only opens are never refused.
+//   - _lease_priority (100): queue priority, lower is served first (WithPriority overrides it per call)
+//   - _lease_quiet (false): true: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to Config.Logger, else to slog.Default(). A discarding Config.Logger (slog.New(slog.DiscardHandler)) silences them too.
 //   - _lease_scope (main): scope of writes whose context names none (WithLane)
-//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
-//   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO
+//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar <db>-cleolease, or the portable tier's <db>-cleolease.d), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
+//   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; 0 is strict FIFO
 //   - _lease_steal_after_ttl (false): opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.
-//   - _lease_ttl (30s): written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).
-//   - _lease_wait (30s): longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
-//   - _migrations (none): golang-migrate source URL (`file://dir`); a directory path, if the value has a path separator or starts with `.` (`./migrations`, `/srv/app/migrations`; relative to the working directory); otherwise a name registered with `RegisterMigrations` or `RegisterMigrator`. `cleolease migrate --source` reads a value the same way.
-//   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own `BEGIN`/`COMMIT` or `PRAGMA`s)
+//   - _lease_ttl (30s): written to ttl_ms; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless _lease_steal_after_ttl).
+//   - _lease_wait (30s): longest wait for a grant before degrade (local) or error (require); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
+//   - _migrations (none): golang-migrate source URL (file://dir); a directory path, if the value has a path separator or starts with "." (./migrations, /srv/app/migrations; relative to the working directory); otherwise a name registered with RegisterMigrations or RegisterMigrator. cleolease migrate --source reads a value the same way.
+//   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own BEGIN/COMMIT or PRAGMAs)
 //   - _migrations_table (schema_migrations): golang-migrate version table
 //
 // Refused at sql.Open, because no lease can work under them:
@@ -60,12 +60,19 @@
 //
 // # Config
 //
-// NewConnector and OpenDB take a Config instead of a DSN, for what a DSN
+// OpenDB and NewConnector take a *Config instead of a DSN, for what a DSN
 // cannot carry: a migrations fs.FS or a Migrator, a *slog.Logger, a base
-// *sqlite3.SQLiteDriver (extensions, ConnectHook) and a clock. In a Config
-// literal, fields left at zero take the defaults above; to set Wait,
-// Priority, Slice or Linger to an explicit zero, start from NewConfig. A
-// bad field is a *ConfigError naming it.
+// *sqlite3.SQLiteDriver (extensions, ConnectHook) and a clock:
+//
+//	cfg := cleolease.NewConfig() // every field at its default, explicitly
+//	cfg.SQLiteDSN = "file:app.db"
+//	cfg.Logger = slog.Default()
+//	db, err := cleolease.OpenDB(cfg)
+//
+// In a Config literal (&cleolease.Config{SQLiteDSN: "file:app.db"}), fields
+// left at zero take the defaults above; to set Wait, Priority, Slice or
+// Linger to an explicit zero, start from NewConfig. A bad field is a
+// *ConfigError naming it.
 //
 // Warnings (a degraded grant, a FUSE or allowed network filesystem) go to
 // Config.Logger, else to slog.Default(); _lease_quiet=true (Config.Quiet)
@@ -79,7 +86,9 @@
 // (WithLane; WithPriority for its place in line; WithoutLease to opt a call
 // out), else the DSN's. Reads and ReadOnly transactions take none. A
 // statement that writes only TEMP tables or an attached database takes
-// none either. AcquireLease and WithWriterLease hold one lane across
+// none either. A statement is a write before it runs, whatever it turns
+// out to change: CREATE TABLE IF NOT EXISTS on a table that exists takes
+// the lease too. AcquireLease and WithWriterLease hold one lane across
 // several transactions; transactions made with the Lease's context
 // re-enter it.
 //
@@ -101,8 +110,11 @@
 //
 // SQLite's own errors come back unchanged, as go-sqlite3 returns them (the
 // same sqlite3.Error value, errors at open included), so that ORMs
-// inspecting them keep working, and a context that ends while
-// waiting for the lease returns the context's error itself. cleolease's
+// inspecting them keep working, and a context that ends while waiting for
+// the lease returns the context's error itself (err == ctx.Err()), which
+// names no file or lane: Stats counts such waits (LeaseStats.Abandoned) and
+// Config.Logger, at debug level, logs each with the file's path, scope,
+// lane and holder. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
 // ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
@@ -121,9 +133,9 @@
 // sql.Conn.Raw hands its callback a value implementing Conn, whose
 // SQLiteConn method returns the *sqlite3.SQLiteConn (backup, RegisterFunc,
 // hooks). Writes issued directly on it bypass the lease and the fencing.
-//
-// # How it is built
-//
+package cleolease
+
+// How it is built, for maintainers (go doc does not show this comment):
 // database/sql holds an outer connection (Raw access) over sqlmw's
 // connection, whose interceptor (interceptor.go) checks the database file's
 // identity on Ping and returns the opened connection to Connect; under it
@@ -131,4 +143,3 @@
 // and runs every leased write through one mechanism, leasedWrite
 // (write.go). The lease engine is package lease; its OS mechanisms are in
 // internal/platform.
-package cleolease

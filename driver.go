@@ -65,7 +65,7 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewConnector(*cfg)
+	return NewConnector(cfg)
 }
 
 // Connector opens cleolease connections for one Config. It owns the lease
@@ -101,9 +101,16 @@ type Connector struct {
 var _ driver.Connector = (*Connector)(nil)
 
 // NewConnector validates cfg exactly as ParseDSN validates a DSN (errors:
-// *DSNError, ErrPrivateMemory for migrations on a private database) and
-// returns a Connector for sql.OpenDB. cfg is copied.
-func NewConnector(cfg Config) (*Connector, error) {
+// *DSNError, ErrPrivateMemory for migrations on a private database, a
+// *ConfigError naming a bad field, or one for a nil cfg) and returns a
+// Connector for sql.OpenDB. cfg is copied: a later change to it does not
+// reach the Connector. cfg may come from NewConfig or ParseDSN (every field
+// explicit, zeros kept) or be a literal (&Config{...}: a field left at its
+// zero value takes its default).
+func NewConnector(cfg *Config) (*Connector, error) {
+	if cfg == nil {
+		return nil, &ConfigError{Reason: "nil *Config (use NewConfig or ParseDSN)"}
+	}
 	c := cfg.Clone()
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -123,8 +130,9 @@ func NewConnector(cfg Config) (*Connector, error) {
 	return conn, nil
 }
 
-// OpenDB returns a *sql.DB over NewConnector(cfg).
-func OpenDB(cfg Config) (*sql.DB, error) {
+// OpenDB returns a *sql.DB over NewConnector(cfg), with its errors. It does
+// no I/O: the first connect happens at Ping or the first query.
+func OpenDB(cfg *Config) (*sql.DB, error) {
 	c, err := NewConnector(cfg)
 	if err != nil {
 		return nil, err

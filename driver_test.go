@@ -503,7 +503,7 @@ func TestDriverIdentity(t *testing.T) {
 
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
-	db2, err := cleolease.OpenDB(*cfg)
+	db2, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestDriverIdentity(t *testing.T) {
 	if _, ok := db2.Driver().(*cleolease.Driver); !ok {
 		t.Errorf("OpenDB: db.Driver() is %T, want *cleolease.Driver", db2.Driver())
 	}
-	c, err := cleolease.NewConnector(*cfg)
+	c, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,8 +551,8 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 			cfg.SQLiteDSN = "x.db"
 			tc.edit(cfg)
 
-			_, connErr := cleolease.NewConnector(*cfg)
-			db, openErr := cleolease.OpenDB(*cfg)
+			_, connErr := cleolease.NewConnector(cfg)
+			db, openErr := cleolease.OpenDB(cfg)
 			if db != nil {
 				db.Close()
 			}
@@ -584,10 +584,10 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 			cfg := cleolease.NewConfig()
 			cfg.SQLiteDSN = ":memory:"
 			edit(cfg)
-			if _, err := cleolease.NewConnector(*cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
+			if _, err := cleolease.NewConnector(cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
 				t.Errorf("%s: NewConnector = %v, want ErrPrivateMemory", name, err)
 			}
-			if _, err := cleolease.OpenDB(*cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
+			if _, err := cleolease.OpenDB(cfg); !errors.Is(err, cleolease.ErrPrivateMemory) {
 				t.Errorf("%s: OpenDB = %v, want ErrPrivateMemory", name, err)
 			}
 		}
@@ -597,7 +597,7 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 		cfg := cleolease.NewConfig()
 		cfg.SQLiteDSN = "x.db?_lease_ttl=1s"
 		var de *cleolease.DSNError
-		if _, err := cleolease.NewConnector(*cfg); !errors.As(err, &de) || de.Param != "_lease_ttl" {
+		if _, err := cleolease.NewConnector(cfg); !errors.As(err, &de) || de.Param != "_lease_ttl" {
 			t.Errorf("NewConnector = %v, want a *DSNError naming _lease_ttl", err)
 		}
 	})
@@ -608,7 +608,7 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 		cfg.SQLiteDSN = "file:" + path
 		cfg.Lane = "cfg_lane"
 		cfg.Linger = 0
-		db, err := cleolease.OpenDB(*cfg)
+		db, err := cleolease.OpenDB(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

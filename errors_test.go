@@ -70,7 +70,7 @@ func TestErrorsFromOnePlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := cleolease.NewConnector(*cfg)
+		c, err := cleolease.NewConnector(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,7 +157,7 @@ func TestBaseDriverHookRunsOnEngineConnection(t *testing.T) {
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
 	cfg.BaseDriver = base
-	db, err := cleolease.OpenDB(*cfg)
+	db, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestBaseDriverMismatchRefused(t *testing.T) {
 	path := filepath.Join(testdir.New(t), "app.db")
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
-	first, err := cleolease.OpenDB(*cfg)
+	first, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestBaseDriverMismatchRefused(t *testing.T) {
 		t.Fatalf("a second connector with the default base driver: %v", err)
 	}
 	cfg.BaseDriver = &sqlite3.SQLiteDriver{Extensions: nil}
-	other, err := cleolease.OpenDB(*cfg)
+	other, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestExclusiveLockingPragmaRefused(t *testing.T) {
 // refused, saying that SQLite would open a private temporary on-disk
 // database.
 func TestEmptyDSNSaysWhatSQLiteWouldOpen(t *testing.T) {
-	_, err := cleolease.OpenDB(cleolease.Config{MigrationsFS: os.DirFS(testdir.New(t))})
+	_, err := cleolease.OpenDB(&cleolease.Config{MigrationsFS: os.DirFS(testdir.New(t))})
 	if !errors.Is(err, cleolease.ErrPrivateMemory) || !strings.Contains(err.Error(), "private temporary on-disk database") {
 		t.Fatalf("OpenDB = %v, want ErrPrivateMemory saying what SQLite would open", err)
 	}

@@ -162,7 +162,7 @@ func TestDegradedGrantWarnsWithoutLogger(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	db, err = cleolease.OpenDB(*cfg)
+	db, err = cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

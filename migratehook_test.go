@@ -145,7 +145,7 @@ func TestMigratorFromConfig(t *testing.T) {
 	path := filepath.Join(testdir.New(t), "cfg.db")
 	var calls atomic.Int32
 	var kept *sql.DB
-	cfg := cleolease.Config{SQLiteDSN: "file:" + path, Migrator: cleolease.MigratorFunc(func(ctx context.Context, db *sql.DB) error {
+	cfg := &cleolease.Config{SQLiteDSN: "file:" + path, Migrator: cleolease.MigratorFunc(func(ctx context.Context, db *sql.DB) error {
 		kept = db
 		if _, ok := db.Driver().(*sqlite3.SQLiteDriver); !ok {
 			return fmt.Errorf("the Migrator's db has driver %T, want go-sqlite3's", db.Driver())

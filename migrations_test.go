@@ -67,7 +67,7 @@ func roleMigrateOpen() int {
 			return 0
 		}, false)
 	}}
-	conn, err := cleolease.NewConnector(*cfg)
+	conn, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -482,7 +482,7 @@ func TestColdOpenDirty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := cleolease.NewConnector(*cfg)
+	conn, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +632,7 @@ func TestColdOpenWaitersShareOneRun(t *testing.T) {
 			mu.Unlock()
 		}
 	}))
-	conn, err := cleolease.NewConnector(*cfg)
+	conn, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,7 +734,7 @@ func TestColdOpenSources(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.MigrationsFS = os.DirFS(mgFixture(t, "migrations"))
-		db, err := cleolease.OpenDB(*cfg)
+		db, err := cleolease.OpenDB(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func openWithLog(t *testing.T, dsn string) (*sql.DB, *logBuffer) {
 	}
 	var buf logBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := OpenDB(*cfg)
+	db, err := OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestNetworkFSRefusedAtConnect(t *testing.T) {
 	// Through Config, the refusal is the default too.
 	cfg := NewConfig()
 	cfg.SQLiteDSN = db
-	cdb, err := OpenDB(*cfg)
+	cdb, err := OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,12 +259,12 @@ func TestNetworkFSParam(t *testing.T) {
 	cfg := NewConfig()
 	cfg.SQLiteDSN = "a.db"
 	cfg.NetworkFS = "" // a hand-built Config: empty means refuse
-	if _, err := NewConnector(*cfg); err != nil {
+	if _, err := NewConnector(cfg); err != nil {
 		t.Errorf("empty NetworkFS: %v", err)
 	}
 	cfg.NetworkFS = "sometimes"
 	var cerr *ConfigError // a Config's error names the Config field (issue 16, item 1)
-	if _, err := NewConnector(*cfg); !errors.As(err, &cerr) || cerr.Field != "NetworkFS" {
+	if _, err := NewConnector(cfg); !errors.As(err, &cerr) || cerr.Field != "NetworkFS" {
 		t.Errorf("bad NetworkFS: %v", err)
 	}
 }

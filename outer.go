@@ -11,7 +11,12 @@ import (
 
 // Conn is implemented by the value sql.Conn.Raw passes to its callback:
 //
-//	err := conn.Raw(func(dc any) error {
+//	conn, err := db.Conn(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	defer conn.Close()
+//	err = conn.Raw(func(dc any) error {
 //		sc := dc.(cleolease.Conn).SQLiteConn()
 //		return sc.RegisterFunc("twice", func(x int) int { return 2 * x }, true)
 //	})

@@ -3,6 +3,7 @@ package cleolease
 import (
 	"flag"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -34,9 +35,24 @@ func paramsGoDoc() string {
 		if def == "" {
 			def = "none"
 		}
-		b.WriteString("//   - " + p.name + " (" + def + "): " + p.doc + "\n")
+		b.WriteString("//   - " + p.name + " (" + def + "): " + plainDoc(p.doc) + "\n")
 	}
 	return b.String() + "//\n"
+}
+
+var (
+	mdStrong = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	mdEmph   = regexp.MustCompile("(^|[\\s(])\\*([a-z][^*`]*)\\*")
+)
+
+// plainDoc turns a parameter's Markdown (the README's) into Go doc-comment
+// text, which has no markup for code, bold or italics: go doc would show the
+// backticks and asterisks as they are.
+func plainDoc(md string) string {
+	s := mdStrong.ReplaceAllString(md, "$1")
+	s = mdEmph.ReplaceAllString(s, "$1$2")
+	s = strings.ReplaceAll(s, "`.`", `"."`) // a bare . would read as the end of a sentence
+	return strings.ReplaceAll(s, "`", "")
 }
 
 // between returns the text of s between the marker lines, and the offsets.

@@ -167,7 +167,7 @@ func roleReadOnlyFile() int {
 				return fail(err)
 			}
 			cfg.BaseDriver = hooked
-			db, err = cleolease.OpenDB(*cfg)
+			db, err = cleolease.OpenDB(cfg)
 			if err != nil {
 				return fail(err)
 			}
@@ -202,7 +202,7 @@ func roleReadOnlyFile() int {
 	// Pending migrations on a read-only file: a warning, the open
 	// succeeds, nothing is attempted.
 	var logs bytes.Buffer
-	db, err := cleolease.OpenDB(cleolease.Config{
+	db, err := cleolease.OpenDB(&cleolease.Config{
 		SQLiteDSN:    "file:" + filepath.Join(base, "migrate", "a.db"),
 		MigrationsFS: roMigrations,
 		Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -305,7 +305,7 @@ func TestReliabilityConfigClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Clock = relFixedClock(at)
-	db, err := cleolease.OpenDB(*cfg)
+	db, err := cleolease.OpenDB(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,4 +48,6 @@
 // a long run needs -timeout 0 (or a timeout above the duration). Other
 // knobs: -chaos.writers, -chaos.goroutines, -chaos.seed, -chaos.dir (keep
 // the files of the run there).
+//
+//snippet:nocompile go test
 package chaos

@@ -4,6 +4,8 @@
 // it has no API of its own. The tests show that unchanged client code works
 // with the driver name "cleolease", with several processes writing to one
 // SQLite file at once, that ent's and goose's migrations run once across
-// processes as a cleolease.Migrator, and README.md carries the same
-// snippets the examples run.
+// processes as a cleolease.Migrator, that README.md carries the same
+// snippets the examples run, and that every Go snippet of the repository's
+// documentation (its READMEs, docs/ and package docs) compiles, and runs
+// where it is a program (TestDocSnippets).
 package compat

@@ -53,7 +53,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		if err == errWaitBound {
 			return l.unavailable(ctx, opts, false, time.Since(start))
 		}
-		return nil, l.ctxErr(err)
+		return nil, l.ctxErr(err, start)
 	}
 	g, claimed, err := l.ensureRow(ctx, bound, opts)
 	if err != nil {
@@ -62,7 +62,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		}
 		l.leave()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return nil, l.ctxErr(err)
+			return nil, l.ctxErr(err, start)
 		}
 		return nil, err
 	}
@@ -74,7 +74,17 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed}, nil
 }
 
-func (l *laneState) ctxErr(err error) error {
+// ctxErr is Acquire's error when its context ended while it waited (since
+// start). The caller may hand on only ctx.Err() (database/sql's callers
+// compare it with ==), so the file, lane and holder also go to the log
+// and the Abandoned counter.
+func (l *laneState) ctxErr(err error, start time.Time) error {
+	l.e.stats.Abandoned.Add(1)
+	l.mu.Lock()
+	who := l.lastWaitInfo
+	l.mu.Unlock()
+	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
+		"waited", time.Since(start), "holder", who, "err", err)
 	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
 }
 

@@ -121,9 +121,9 @@
 //     queued work while another process waits (acquire.go).
 //   - cold-open lease: the lease under which a process runs the migrations
 //     the first time it opens a file, so that exactly one process migrates.
-//
-// # Files
-//
+package lease
+
+// Where things are, for maintainers (go doc does not show this comment):
 // engine.go (an engine per file), gate.go, acquire.go (Acquire, release,
 // slice), claim.go (waiting for a lane), handoff.go, inbox.go
 // (registrations), want.go, linger.go, order.go (grant order, pure),
@@ -132,4 +132,3 @@
 // of a lost row), liveness.go,
 // doorbell.go and wire.go, heartbeat.go, hold.go (Hold and the fence),
 // status.go and inspect.go (reading the tables without the engine).
-package lease

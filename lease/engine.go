@@ -105,8 +105,11 @@ type Engine struct {
 	closed bool
 
 	fileGone atomic.Bool // the path no longer names this engine's file
-	hbStop   chan struct{}
-	wg       sync.WaitGroup
+	// hbCtx ends when Close stops the heartbeat (hbStop), cutting short a
+	// beat that SQLITE_BUSY holds up.
+	hbCtx  context.Context
+	hbStop context.CancelFunc
+	wg     sync.WaitGroup
 
 	// hook injects faults in tests: consulted by fault before each named
 	// lease statement (see immediateOp); nil in production.
@@ -183,10 +186,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		opts: opts, path: resolved, dev: dev, ino: ino, key: key,
 		holderID: processHolderID, pid: int64(os.Getpid()), start: procIdentity(),
 		clock: opts.Clock, log: opts.Logger,
-		lanes: map[laneKey]*laneState{}, refs: 1, hbStop: make(chan struct{}),
+		lanes: map[laneKey]*laneState{}, refs: 1,
 	}
+	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
 	if !opts.MemoryOnly {
 		if err := e.openStore(ctx); err != nil {
+			e.hbStop()
 			return nil, err
 		}
 		e.wg.Add(1)
@@ -360,7 +365,7 @@ func (e *Engine) Close() error {
 	for _, l := range lanes {
 		l.shutdown()
 	}
-	close(e.hbStop)
+	e.hbStop()
 	e.wg.Wait()
 	var err error
 	if e.db != nil {

@@ -12,16 +12,20 @@ import (
 // this process holds, every TTL/3, on the engine's connection with a short
 // busy timeout. SQLITE_BUSY is transient: the beat is retried on the next
 // tick; liveness never rests on the heartbeat unless the TTL-steal policy
-// is chosen. A refresh that matches no row marks the grant lost.
+// is chosen. A refresh that matches no row marks the grant lost. Close
+// ends the loop and a beat in progress (hbCtx).
 func (e *Engine) heartbeatLoop() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.TTL / 3)
 	defer t.Stop()
 	for {
 		select {
-		case <-e.hbStop:
+		case <-e.hbCtx.Done():
 			return
 		case <-t.C:
+			if e.hbCtx.Err() != nil {
+				return // both were ready: select chose at random
+			}
 			e.beat()
 		}
 	}
@@ -41,7 +45,7 @@ func (e *Engine) beat() {
 		if g == nil || g.lost.Load() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.opts.TTL/3)
+		ctx, cancel := context.WithTimeout(e.hbCtx, e.opts.TTL/3)
 		err := e.immediateOp(ctx, "heartbeat", func(ctx context.Context, c *sql.Conn) error {
 			return beatRow(ctx, c, g.id, e.holderID, g.epoch, depth, e.nowMS())
 		})

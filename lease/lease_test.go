@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -103,7 +105,10 @@ func TestCancelledWaiterLeavesNoTrace(t *testing.T) {
 	path := newDB(t)
 	holder := startChild(t, "hold", path)
 	holder.expect("held")
-	e := openEngine(t, path, nil)
+	var logged lockedLog
+	e := openEngine(t, path, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 	for _, local := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		h, err := e.Acquire(ctx, "s", "l", AcquireOptions{Priority: 100, Wait: time.Hour, Require: !local})
@@ -118,6 +123,38 @@ func TestCancelledWaiterLeavesNoTrace(t *testing.T) {
 	if s := e.Stats(); s.Degraded != 0 || s.Grants != 0 {
 		t.Fatalf("a context deadline became a grant: %+v", s)
 	}
+	// The caller above cleolease gets ctx.Err() alone; the file, lane and
+	// holder are in the counters and the log.
+	if s := e.Stats(); s.Abandoned != 2 {
+		t.Errorf("Stats().Abandoned = %d, want 2", s.Abandoned)
+	}
+	text := logged.String()
+	if n := strings.Count(text, `msg="cleolease: wait ended by its context"`); n != 2 {
+		t.Errorf("%d wait-ended events logged, want 2:\n%s", n, text)
+	}
+	for _, want := range []string{"path=" + e.Path(), "scope=s", "lane=l", "holder="} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the wait-ended event does not name %q:\n%s", want, text)
+		}
+	}
+}
+
+// lockedLog is an io.Writer for a test's logger, safe for concurrent use.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestWaitBoundModes(t *testing.T) {

@@ -20,6 +20,7 @@ type counters struct {
 	ReclaimTTL  atomic.Int64 // rows reclaimed by the opt-in TTL policy
 	DeadWaiters atomic.Int64 // waiters skipped at a committed hand-off because they died or gave up
 	Breaks      atomic.Int64 // administrative breaks
+	Abandoned   atomic.Int64 // waits ended by their context (cancelled or past its deadline)
 	waitBuckets [len(waitBounds) + 1]atomic.Int64
 }
 
@@ -61,6 +62,11 @@ type Stats struct {
 	ReclaimTTL  int64 // rows reclaimed by the opt-in TTL policy
 	DeadWaiters int64 // waiters skipped at a committed hand-off because they died or gave up
 	Breaks      int64 // administrative breaks
+	// Abandoned counts the waits for a grant that ended because their
+	// context did (cancelled or past its deadline); each is logged at debug
+	// level, "cleolease: wait ended by its context", with the path, scope,
+	// lane, time waited and the holder that kept the lane.
+	Abandoned int64
 	// Waits is a histogram of the time grants waited: Waits[i] counts the
 	// grants that waited at most 100µs, 1ms, 10ms, 100ms, 1s and 10s for
 	// i = 0 … 5; Waits[6] counts longer waits.
@@ -75,6 +81,7 @@ func (e *Engine) Stats() Stats {
 		Handoffs: s.Handoffs.Load(), Degraded: s.Degraded.Load(), Unavailable: s.Unavailable.Load(),
 		Lost: s.Lost.Load(), Fenced: s.Fenced.Load(), ReclaimDead: s.ReclaimDead.Load(),
 		ReclaimTTL: s.ReclaimTTL.Load(), DeadWaiters: s.DeadWaiters.Load(), Breaks: s.Breaks.Load(),
+		Abandoned: s.Abandoned.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()

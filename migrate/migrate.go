@@ -42,6 +42,8 @@
 // interrupted leaves the database dirty at its version, and every later
 // run fails with an *Error matching ErrDirty until someone repairs the
 // schema and calls Force. Nothing is forced automatically.
+//
+//snippet:nocompile BEGIN IMMEDIATE
 package migrate
 
 import (

@@ -243,7 +243,7 @@ func demoOnce(ctx context.Context, ui *progressUI, o demoOptions, driver workloa
 		run.Setup = `sql.Open("sqlite3", "file:…?` + workload.RawQuery + `"), db.BeginTx; golang-migrate Up in every process`
 	} else {
 		run.Label = "cleolease"
-		run.Setup = `cleolease.OpenDB(Config{SQLiteDSN: "file:…", MigrationsFS: …}), db.BeginTx; migrations at cold open`
+		run.Setup = `cleolease.OpenDB(&Config{SQLiteDSN: "file:…", MigrationsFS: …}), db.BeginTx; migrations at cold open`
 	}
 	for try := 1; ; try++ {
 		if err := createDemoDB(ctx, path); err != nil {

@@ -10,6 +10,9 @@
 // Exit status: 0 on success, 1 when the command failed, 2 for a usage error.
 // Every error is one line on standard error.
 //
+//snippet:nocompile cleolease
+package main
+
 // Where things are: the operational commands are status.go, break.go and
 // migrate.go, with what they share in dbfile.go (opening a file read-only,
 // the version table), inspect.go, migrations.go (migration sources) and
@@ -18,7 +21,6 @@
 // their output progress.go and format.go. wrap.go keeps every line of
 // output within 100 columns. The workload they run, and
 // BenchmarkContention with them, is internal/workload.
-package main
 
 import (
 	"context"

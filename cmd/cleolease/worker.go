@@ -228,7 +228,7 @@ func prepareMigration(ctx context.Context, s workerSpec) func() (migrationOutcom
 	}
 	cfg.MigrationsFS = fsys
 	cfg.MigrationsTable = s.Table
-	db, err := cleolease.OpenDB(*cfg) // no I/O yet
+	db, err := cleolease.OpenDB(cfg) // no I/O yet
 	if err != nil {
 		return failed(err)
 	}

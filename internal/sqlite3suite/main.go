@@ -20,6 +20,8 @@
 //	go run ./internal/sqlite3suite [-race=false] [-keep] [-v] [-run regexp]
 //
 // The repository holds this command and the list, never go-sqlite3's code.
+//
+//snippet:nocompile go run
 package main
 
 import (

@@ -8,8 +8,7 @@ import (
 	"github.com/cleocode/cleolease/lease"
 )
 
-// Counter is the contention benchmark's transaction, as in the contention
-// tool (/work/shared/tools/contention/main.go): read the counter, work
+// Counter is the contention benchmark's transaction: read the counter, work
 // (State.Think), write it back plus one, log the write. A lost update
 // shows as a counter below the log's rows.
 type Counter struct{}

@@ -27,8 +27,8 @@ const (
 	TxLock Peer = "txlock"
 	// Flock is TxLock with every transaction inside an exclusive flock(2)
 	// on a side file (the database path plus "-flock"): the do-it-yourself
-	// fix, as /work/shared/tools/contention/flock.go writes it. Only where
-	// flock exists (not Windows).
+	// fix an application would write itself. Only where flock exists (not
+	// Windows).
 	Flock Peer = "flock"
 	// Cleolease is the cleolease driver with its default DSN.
 	Cleolease Peer = "cleolease"

@@ -1,6 +1,6 @@
 // Package workload is the multi-process write workload that cleolease is
-// measured and demonstrated with, shared by `cleolease bench`, `cleolease
-// demo` (cmd/cleolease) and BenchmarkContention (bench_multi_test.go):
+// measured and demonstrated with, shared by "cleolease bench", "cleolease
+// demo" (cmd/cleolease) and BenchmarkContention (bench_multi_test.go):
 //
 //   - the peers cleolease is compared with and the DSN each opens a file
 //     with (peer.go: Raw, TxLock, Flock, Cleolease);
@@ -271,7 +271,7 @@ type Load struct {
 	Scaling bool `json:"scaling,omitempty"`
 }
 
-// Loads are the benchmark loads of `cleolease bench` and
+// Loads are the benchmark loads of "cleolease bench" and
 // BenchmarkContention (the targets of the project's issues 8 and 15).
 var Loads = []Load{
 	{"1x1", "uncontended: 1 process × 1 goroutine", 1, 1, 0, false},

@@ -85,7 +85,7 @@ func (b *baseDriver) OpenConnector(dsn string) (driver.Connector, error) {
 		return nil, err
 	}
 	cfg.BaseDriver = b.base
-	c, err := cleolease.NewConnector(*cfg)
+	c, err := cleolease.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
