@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestSidecarDir: with _lease_sidecar_dir the liveness files live in that
@@ -14,7 +16,7 @@ import (
 // exactly 200.
 func TestSidecarDir(t *testing.T) {
 	path, raw := newFile(t)
-	side := t.TempDir()
+	side := testdir.New(t)
 	dsn := "file:" + path + "?_lease_sidecar_dir=" + side
 	var kids []*proc
 	for range 2 {
