@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,7 +263,6 @@ func TestConfigValidate(t *testing.T) {
 		{"ttl", cfg("x.db", func(c *Config) { c.TTL = 0 }), `cleolease: Config.TTL has bad value "0s": must be positive`},
 		{"literal ttl", &Config{SQLiteDSN: "x.db", TTL: -time.Second}, `cleolease: Config.TTL has bad value "-1s": must be positive`},
 		{"wait", cfg("x.db", func(c *Config) { c.Wait = -time.Second }), `cleolease: Config.Wait has bad value "-1s": must not be negative`},
-		{"priority", cfg("x.db", func(c *Config) { c.Priority = 1 << 40 }), `cleolease: Config.Priority has bad value "1099511627776": not a 32-bit integer`},
 		{"scope", cfg("x.db", func(c *Config) { c.Scope = "" }), `cleolease: Config.Scope: must not be empty`},
 		{"table", cfg("x.db", func(c *Config) { c.MigrationsTable = "a.b" }), `cleolease: Config.MigrationsTable has bad value "a.b": not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)`},
 		{"lease param in SQLiteDSN", cfg("x.db?_lease_ttl=1s"), `cleolease: DSN parameter "_lease_ttl": a cleolease parameter in Config.SQLiteDSN; set the Config field instead`},
@@ -271,6 +271,14 @@ func TestConfigValidate(t *testing.T) {
 		{"migrations on private memory", cfg(":memory:", func(c *Config) { c.Migrations = "app" }), ErrPrivateMemory.Error() + privateMig(`DSN path ":memory:"`)},
 		{"a Migrator on the empty DSN", cfg("", func(c *Config) { c.Migrator = MigratorFunc(nil) }), ErrPrivateMemory.Error() + privateMig("the DSN is empty: SQLite opens a private temporary on-disk database")},
 		{"exclusive locking on private memory", cfg("file:m?mode=memory&_locking_mode=EXCLUSIVE"), ""},
+	}
+	if strconv.IntSize == 64 { // a 32-bit int holds no wider value
+		wide := int64(1) << 40
+		tests = append(tests, struct {
+			name    string
+			c       *Config
+			wantErr string
+		}{"priority", cfg("x.db", func(c *Config) { c.Priority = int(wide) }), `cleolease: Config.Priority has bad value "1099511627776": not a 32-bit integer`})
 	}
 	for _, tt := range tests {
 		err := tt.c.validate()

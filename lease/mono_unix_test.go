@@ -7,6 +7,6 @@ import "golang.org/x/sys/unix"
 // monoNow reads CLOCK_MONOTONIC, comparable across processes.
 func monoNow() int64 {
 	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	unix.ClockGettime(clockMonotonic, &ts)
 	return ts.Nano()
 }

@@ -372,7 +372,8 @@ func (s *flockLocks) Close() error {
 }
 
 // exited reports whether the process that wrote the lifetime file at p
-// ("pid identity") has exited: its pid is gone or its identity differs.
+// ("pid identity") has exited: its pid is gone or its identity differs
+// (never when a start time is unknown, "?": compareStart).
 func exited(p string) bool {
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -387,8 +388,8 @@ func exited(p string) bool {
 	if len(parts) != 3 || parts[0] != BootID() || parts[1] != PIDNamespace() {
 		return parts[0] != BootID() && len(parts) == 3 // another boot: gone
 	}
-	st := StartTime(n)
-	return st == "" || st != parts[2]
+	// An unknown start time cannot tell: the file stays.
+	return compareStart(parts[2], StartTime(n)) == startDiffers
 }
 
 // Portable reports whether this build uses the portable tier's evidence

@@ -20,15 +20,12 @@ func BootID() string { return "-" }
 // PIDNamespace is "-" (a jail shares the host's pid space).
 func PIDNamespace() string { return "-" }
 
-// StartTime returns "?" for a process that exists and "" otherwise:
-// golang.org/x/sys/unix decodes struct kinfo_proc for darwin only, so on
-// the BSDs a reused pid is not told from the original (the sidecar's
-// liveness lock, tested first, still is).
+// StartTime returns the process's start time ("sec.usec", from its
+// sysctl process record: kernelStartTime), "" when it does not exist or
+// is a zombie, or "?" when the record cannot be read. A "?" never matches
+// (compareStart), so a reused pid is not taken for its dead holder.
 func StartTime(pid int64) string {
-	if !Exists(pid) {
-		return ""
-	}
-	return "?"
+	return kernelStartTime(pid)
 }
 
 // Exists reports whether a process with this pid exists.
