@@ -213,9 +213,11 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	e.locks = locks
+	mark := ""
 	if locks != nil {
-		e.start += "/" + locks.Mark()
+		mark = locks.Mark()
 	}
+	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
 	e.db.SetMaxOpenConns(1)

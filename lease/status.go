@@ -153,9 +153,9 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 				return nil, err
 			}
 			v := probe(r.h)
-			st.Holder = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch,
+			st.Holder = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive(), Why: v.reason, Epoch: r.epoch,
 				HeldFor: ms(now - acquired), Heartbeat: ms(now - r.heartbeat), TTL: ms(r.ttl), Depth: depth}
-			if v.alive && st.Waiting != 0 {
+			if !v.dead() && st.Waiting != 0 {
 				qs = append(qs, holderQuery{id: r.h.ID, scope: x.scope, lane: x.lane})
 			}
 		}
@@ -195,7 +195,7 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 		order(ws, now)
 		named := 0
 		for _, w := range ws {
-			v := verdict{true, "another implementation's waiter"}
+			v := aliveBecause("another implementation's waiter")
 			if !w.foreign {
 				v = probe(w.h)
 			}
@@ -203,12 +203,12 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 			if !w.row {
 				src = "holder"
 			}
-			if v.alive && !w.foreign {
+			if v.alive() && !w.foreign {
 				named++
 			}
 			st.Waiters = append(st.Waiters, WaiterStatus{Ticket: w.ticket, ID: w.h.ID, PID: w.h.PID,
 				Priority: w.priority, Since: time.UnixMilli(w.enqueued), Waited: ms(now - w.enqueued),
-				Source: src, Alive: v.alive, Why: v.reason})
+				Source: src, Alive: v.alive(), Why: v.reason})
 		}
 		if st.Waiting > named {
 			st.Unnamed = st.Waiting - named
@@ -261,11 +261,11 @@ func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64,
 			return err
 		}
 		v := e.probe(r.h)
-		out = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch}
+		out = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive(), Why: v.reason, Epoch: r.epoch}
 		if epoch != 0 && r.epoch != epoch {
 			return e.errf("break", scope, lane, ErrEpochChanged, fmt.Sprintf("epoch %d is active, not %d", r.epoch, epoch))
 		}
-		if v.alive && !force {
+		if v.alive() && !force {
 			le := e.errf("break", scope, lane, ErrHolderAlive, v.reason+"; use force to break it anyway")
 			le.Holder = r.h.ID
 			return le
