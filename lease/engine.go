@@ -82,6 +82,7 @@ type Options struct {
 type Engine struct {
 	opts     Options
 	path     string // resolved path
+	base     string // where the liveness files and doorbells are named from (sidecarBase)
 	dev, ino uint64
 	key      string
 
@@ -204,6 +205,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 		mode = fi.Mode
 	}
 	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
+	e.base = base
 	locks, err := platform.OpenLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,

@@ -80,7 +80,7 @@ func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 		if e.opts.MemoryOnly {
 			return nil, ""
 		}
-		return askHolders(e.path, platform.FileID{Dev: e.dev, Ino: e.ino}, qs, holderAnswerWait)
+		return askHolders(e.base, platform.FileID{Dev: e.dev, Ino: e.ino}, qs, holderAnswerWait)
 	}
 	err := e.retryBusy(ctx, func() (err error) {
 		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks, ask)

@@ -31,9 +31,10 @@ type statusReport struct {
 
 func newStatusCmd() *cobra.Command {
 	var (
-		asJSON bool
-		watch  time.Duration
-		table  string
+		asJSON     bool
+		watch      time.Duration
+		table      string
+		sidecarDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "status DB",
@@ -94,7 +95,7 @@ reason.
 			if !migrate.ValidTableName(table) {
 				return usagef("--table %q is not a plain SQL identifier", table)
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], table, asJSON, watch)
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDir, table, asJSON, watch)
 		}),
 	}
 	f := cmd.Flags()
@@ -102,10 +103,11 @@ reason.
 	f.DurationVar(&watch, "watch", 0, "refresh every interval until interrupted (alone: every 1s)")
 	f.Lookup("watch").NoOptDefVal = "1s"
 	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
+	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir)")
 	return cmd
 }
 
-func runStatus(ctx context.Context, w io.Writer, path, table string, asJSON bool, watch time.Duration) error {
+func runStatus(ctx context.Context, w io.Writer, path, sidecarDir, table string, asJSON bool, watch time.Duration) error {
 	clear := watch > 0 && !asJSON && isTerminal(w)
 	for {
 		rep := statusReport{Path: path}
@@ -126,7 +128,7 @@ func runStatus(ctx context.Context, w io.Writer, path, table string, asJSON bool
 				rep.Lanes, rep.Reason = []lease.LaneStatus{}, noLeaseTables
 				return nil
 			}
-			if rep.Lanes, err = inspectDB(ctx, db, path, rep.At); err != nil {
+			if rep.Lanes, err = inspectDB(ctx, db, path, sidecarDir, rep.At); err != nil {
 				return sqliteFailure(path, err)
 			}
 			if rep.Lanes == nil {
