@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 
@@ -155,7 +156,7 @@ func benchVM() (hwm, rss int64, err error) {
 func benchRound(b *testing.B, s workload.Spec, procs int) ([]workload.Result, int64) {
 	b.Helper()
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "bench.db")
+	path := filepath.Join(testdir.New(b), "bench.db")
 	if err := workload.CreateCounter(ctx, path); err != nil {
 		b.Fatal(err)
 	}

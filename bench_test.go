@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	_ "github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkUncontended(b *testing.B) {
 		{"cleolease", workload.Cleolease},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "bench.db")
+			path := filepath.Join(testdir.New(b), "bench.db")
 			dsn, err := bc.peer.DSN(path, "")
 			if err != nil {
 				b.Fatal(err)

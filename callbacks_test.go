@@ -19,6 +19,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // The callbacks a ConnectHook of Config.BaseDriver registers (update,
@@ -123,7 +124,7 @@ func (c baseConnector) Driver() driver.Driver                        { return c.
 // pools hold one connection; neither has connected yet.
 func openHookTwins(t *testing.T, query string, raw, cl *callbackLog, more func(*callbackLog, *sqlite3.SQLiteConn), edit func(*cleolease.Config)) (rawDB, clDB *sql.DB, rawDSN, clPath string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	var err error
 	rawDSN, err = cleolease.EffectiveSQLiteDSN("file:" + filepath.Join(dir, "raw.db") + query)
 	if err != nil {

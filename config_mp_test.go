@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 func init() {
@@ -68,7 +69,7 @@ func roleConfigLiteral() int {
 // one its zero Wait made every contended write a silent degraded grant).
 func TestConfigLiteralWriterWaits(t *testing.T) {
 	path, raw := newFile(t)
-	migdir := t.TempDir()
+	migdir := testdir.New(t)
 	if err := os.WriteFile(filepath.Join(migdir, "1_note.up.sql"), []byte(`CREATE TABLE note(x);`), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // nativeConn returns the *sqlite3.SQLiteConn behind a value sql.Conn.Raw
@@ -25,7 +26,7 @@ func nativeConn(dc any) *sqlite3.SQLiteConn {
 // cleolease): go-sqlite3 reads it, and so does cleolease, which counts
 // _query_only=1 as a read-only open (no lease engine, no lease tables).
 func TestReviewQueryOnlyDSNOnPlainFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	outcome := func(drv, name string) string {
 		ctx := context.Background()
 		p := filepath.Join(dir, name)
@@ -93,7 +94,7 @@ func TestReviewBeginTxInsideHandWrittenBegin(t *testing.T) {
 // temp database), and so does cleolease, which asks SQLite (EXPLAIN) whether
 // a statement writes the main database before taking the lease.
 func TestReviewTempWriteWaitsForMainWriter(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	ctx := context.Background()
 	outcome := func(drv string) string {
 		dsn := "file:" + filepath.Join(dir, drv+".db") + "?_lease_wait=200ms&_busy_timeout=200"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // cfg returns NewConfig() with SQLiteDSN set and then changed by fns.
@@ -291,7 +293,7 @@ func TestCloneConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.MigrationsFS = os.DirFS(t.TempDir())
+	c.MigrationsFS = os.DirFS(testdir.New(t))
 	c2 := c.Clone()
 	if c2 == c {
 		t.Fatal("Clone returned the same pointer")
@@ -388,7 +390,7 @@ func TestDefaultsAppended(t *testing.T) {
 // appended parameters take effect, that the DSN's own value wins, and that
 // a plain path's query does not become part of the file name.
 func TestDefaultsAppliedByGoSQLite3(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	tests := []struct {
 		dsn, file string
 		busy      int

@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // Tests of issue 13's drop-in fidelity that need more than a differential
@@ -93,6 +94,7 @@ func TestQueryWriteRowsNeverClosed(t *testing.T) {
 		`VACUUM`,
 	} {
 		t.Run(q, func(t *testing.T) {
+			testdir.LeaveOpen(t, "the rows are never closed, so their connection keeps the database open")
 			path, raw := newFile(t)
 			db, err := sql.Open("cleolease", "file:"+path+"?_lease_mode=require&_lease_wait=5s")
 			if err != nil {
@@ -148,7 +150,7 @@ func TestQueryWriteFirstStepErrorFromQuery(t *testing.T) {
 // hook keeps the -wal file at close (SQLITE_FCNTL_PERSIST_WAL); the engine's
 // connection closes last, so without the hook there the -wal would go.
 func TestBaseDriverHookRunsOnEngineConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	base := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		return c.SetFileControlInt("main", sqlite3.SQLITE_FCNTL_PERSIST_WAL, 1)
 	}}
@@ -173,7 +175,7 @@ func TestBaseDriverHookRunsOnEngineConnection(t *testing.T) {
 // TestBaseDriverMismatchRefused: a second connector on the same file with
 // another base driver gets ErrBaseDriverMismatch from Connect.
 func TestBaseDriverMismatchRefused(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	cfg := cleolease.NewConfig()
 	cfg.SQLiteDSN = "file:" + path
 	first, err := cleolease.OpenDB(cfg)
@@ -261,7 +263,7 @@ func TestCancelledWaitIsTheContextError(t *testing.T) {
 // work across processes are refused at sql.Open with a *DSNError that says
 // _lease_mode=off allows them, and are accepted with it.
 func TestLocklessSettingsRefused(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	for _, c := range []struct{ query, param string }{
 		{"?_locking_mode=EXCLUSIVE", "_locking_mode"},
 		{"?_locking_mode=exclusive", "_locking_mode"},
@@ -336,7 +338,7 @@ func TestExclusiveLockingPragmaRefused(t *testing.T) {
 // refused, saying that SQLite would open a private temporary on-disk
 // database.
 func TestEmptyDSNSaysWhatSQLiteWouldOpen(t *testing.T) {
-	_, err := cleolease.OpenDB(&cleolease.Config{MigrationsFS: os.DirFS(t.TempDir())})
+	_, err := cleolease.OpenDB(&cleolease.Config{MigrationsFS: os.DirFS(testdir.New(t))})
 	if !errors.Is(err, cleolease.ErrPrivateMemory) || !strings.Contains(err.Error(), "private temporary on-disk database") {
 		t.Fatalf("OpenDB = %v, want ErrPrivateMemory saying what SQLite would open", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -18,7 +19,7 @@ import (
 // (a rollback journal: go-sqlite3's open reads nothing). A statement's
 // error stays go-sqlite3's too.
 func TestOpenErrorsKeepTheirType(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	junk := filepath.Join(dir, "junk.db")
 	if err := os.WriteFile(junk, []byte(strings.Repeat("not a database ", 40)), 0o644); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestNewLogger: with no Config.Logger, records at warning level and above
@@ -78,7 +79,7 @@ func TestFilesystemWarningsWithoutLogger(t *testing.T) {
 		{platform.FSInfo{Name: "nfs4", Network: true}, "?_lease_network_fs=allow", "network filesystem"},
 	} {
 		for _, quiet := range []bool{false, true} {
-			dir := t.TempDir()
+			dir := testdir.New(t)
 			fakeFS(t, dir, tc.info, nil)
 			def.mu.Lock()
 			def.b.Reset()

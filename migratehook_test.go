@@ -15,6 +15,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 func init() {
@@ -89,7 +90,7 @@ func roleMigratorOpen() int {
 // cold-open lease, its change was applied exactly once, and every process's
 // first query saw it (issue 16, item 11).
 func TestMigratorEightProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "migrator.db")
+	path := filepath.Join(testdir.New(t), "migrator.db")
 	mgFresh(t, path)
 	dsn := "file:" + path + "?_migrations=cleolease-test-migrator"
 	kids := make([]*child, 8)
@@ -141,7 +142,7 @@ func (e *errMigrator) Error() string { return fmt.Sprintf("migrator failure %d",
 // ErrMigrationFailed, its own error reachable) and is not remembered as
 // success: the next connect runs it again (issue 16, item 11).
 func TestMigratorFromConfig(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cfg.db")
+	path := filepath.Join(testdir.New(t), "cfg.db")
 	var calls atomic.Int32
 	var kept *sql.DB
 	cfg := &cleolease.Config{SQLiteDSN: "file:" + path, Migrator: cleolease.MigratorFunc(func(ctx context.Context, db *sql.DB) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/migrate"
 )
 
@@ -116,7 +117,7 @@ func mgFixture(t testing.TB, name string) string {
 // mgCopy copies the fixture directory name into a temporary directory.
 func mgCopy(t testing.TB, name string) string {
 	t.Helper()
-	dst := t.TempDir()
+	dst := testdir.New(t)
 	if err := os.CopyFS(dst, os.DirFS(mgFixture(t, name))); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,9 @@ func mgCopy(t testing.TB, name string) string {
 // parameters.
 func mgDSN(path, source string, extra ...string) string {
 	if filepath.IsAbs(source) {
-		source = "file://" + source
+		// golang-migrate's file source reads "file://C:/dir" on Windows
+		// (host "C:", path "/dir"); a backslash would be a bad port.
+		source = "file://" + filepath.ToSlash(source)
 	}
 	q := append([]string{"_migrations=" + url.QueryEscape(source)}, extra...)
 	return "file:" + path + "?" + strings.Join(q, "&")
@@ -272,7 +275,7 @@ func mgRace(t testing.TB, n int, dsn string, env ...string) ([]string, time.Time
 // moment: each migration body ran exactly once, every process saw the
 // final version from its first query, and none got an error.
 func TestColdOpenSixteenProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "race.db")
+	path := filepath.Join(testdir.New(t), "race.db")
 	mgFresh(t, path)
 	reports, _ := mgRace(t, 16, mgDSN(path, mgFixture(t, "migrations")))
 	for i, r := range reports {
@@ -302,7 +305,7 @@ func TestColdOpenFailingMigration(t *testing.T) {
 	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "fail.db")
+	path := filepath.Join(testdir.New(t), "fail.db")
 	db := mgOpen(t, mgDSN(path, dir))
 	raw := mgRaw(t, path)
 
@@ -349,7 +352,7 @@ func TestColdOpenFailingMigration(t *testing.T) {
 // migration's open transaction holds back), and once the holder is killed
 // the waiter completes the migration: version and data are right.
 func TestColdOpenKilledMidMigration(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kill.db")
+	path := filepath.Join(testdir.New(t), "kill.db")
 	dsn := mgDSN(path, mgFixture(t, "migrations_stall"), "_lease_ttl=300ms")
 	a := startChild(t, "migrate-open", dsn, "CLEOLEASE_STALL=1")
 	a.expect("READY")
@@ -429,7 +432,7 @@ func TestColdOpenNoTxWrap(t *testing.T) {
 	src := mgFixture(t, "migrations_notx")
 
 	t.Run("wrapped", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "wrapped.db")
+		path := filepath.Join(testdir.New(t), "wrapped.db")
 		err := mgOpen(t, mgDSN(path, src)).Ping()
 		if me := mgMigrationError(t, err); me.Version != 2 || me.Current != 1 || me.Dirty {
 			t.Fatalf("%+v, want migration 2 failed, left at 1 clean", me)
@@ -440,7 +443,7 @@ func TestColdOpenNoTxWrap(t *testing.T) {
 	})
 
 	t.Run("no_tx_wrap", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "notx.db")
+		path := filepath.Join(testdir.New(t), "notx.db")
 		db := mgOpen(t, mgDSN(path, src, "_migrations_no_tx_wrap=true"))
 		if err := db.Ping(); err != nil {
 			t.Fatal(err)
@@ -474,7 +477,7 @@ func TestColdOpenDirty(t *testing.T) {
 	if err := os.WriteFile(file, []byte("CREATE TABLE half (x INTEGER);\nINSERT INTO no_such_table VALUES (1);\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "dirty.db")
+	path := filepath.Join(testdir.New(t), "dirty.db")
 	cfg, err := cleolease.ParseDSN(mgDSN(path, dir, "_migrations_no_tx_wrap=true"))
 	if err != nil {
 		t.Fatal(err)
@@ -527,7 +530,7 @@ func TestColdOpenDirty(t *testing.T) {
 // the file runs nothing, and both close cleanly.
 func TestColdOpenUserDBStaysUsable(t *testing.T) {
 	cleolease.RegisterMigrations("cleolease-test-usable", os.DirFS(mgFixture(t, "migrations")))
-	path := filepath.Join(t.TempDir(), "usable.db")
+	path := filepath.Join(testdir.New(t), "usable.db")
 	dsn := mgDSN(path, "cleolease-test-usable")
 	db, err := sql.Open("cleolease", dsn)
 	if err != nil {
@@ -604,7 +607,7 @@ func TestColdOpenUserDBStaysUsable(t *testing.T) {
 // context ends gives up alone, the run goes on for the others, and a
 // later connect runs nothing.
 func TestColdOpenWaitersShareOneRun(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "share.db")
+	path := filepath.Join(testdir.New(t), "share.db")
 	cfg, err := cleolease.ParseDSN(mgDSN(path, mgFixture(t, "migrations_stall")))
 	if err != nil {
 		t.Fatal(err)
@@ -703,7 +706,7 @@ func TestColdOpenSharedMemory(t *testing.T) {
 // against tables a pending migration would create fail with SQLite's own
 // error.
 func TestColdOpenReadOnly(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ro.db")
+	path := filepath.Join(testdir.New(t), "ro.db")
 	if _, err := mgRaw(t, path).Exec(`CREATE TABLE existing (x INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
@@ -725,7 +728,7 @@ func TestColdOpenReadOnly(t *testing.T) {
 // reported at connect; mode off migrates without the lease.
 func TestColdOpenSources(t *testing.T) {
 	t.Run("fs_wins", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "fs.db")
+		path := filepath.Join(testdir.New(t), "fs.db")
 		cfg, err := cleolease.ParseDSN(mgDSN(path, "file:///does/not/exist"))
 		if err != nil {
 			t.Fatal(err)
@@ -741,7 +744,7 @@ func TestColdOpenSources(t *testing.T) {
 		}
 	})
 	t.Run("unknown_name", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "unknown.db")
+		path := filepath.Join(testdir.New(t), "unknown.db")
 		err := mgOpen(t, mgDSN(path, "cleolease-test-never-registered")).Ping()
 		if err == nil || !strings.Contains(err.Error(), "RegisterMigrations") {
 			t.Fatalf("Ping = %v, want an error naming RegisterMigrations", err)
@@ -751,7 +754,7 @@ func TestColdOpenSources(t *testing.T) {
 	// directory, as the CLI's --source takes it (issue 16, item 3).
 	for _, dir := range []string{"./testdata/migrations", "testdata/migrations", mgFixture(t, "migrations")} {
 		t.Run("plain_directory "+dir, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "dir.db")
+			path := filepath.Join(testdir.New(t), "dir.db")
 			db := mgOpen(t, "file:"+path+"?_migrations="+url.QueryEscape(dir))
 			if v, _ := mgVersion(t, db); v != 20 {
 				t.Fatalf("version %d", v)
@@ -759,7 +762,7 @@ func TestColdOpenSources(t *testing.T) {
 		})
 	}
 	t.Run("plain_directory_missing", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "missing.db")
+		path := filepath.Join(testdir.New(t), "missing.db")
 		err := mgOpen(t, "file:"+path+"?_migrations=./testdata/no-such-dir").Ping()
 		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "./testdata/no-such-dir") {
 			t.Fatalf("Ping = %v, want fs.ErrNotExist naming the directory", err)
@@ -774,7 +777,7 @@ func TestColdOpenSources(t *testing.T) {
 		cleolease.RegisterMigrations("./m", os.DirFS(mgFixture(t, "migrations")))
 	})
 	t.Run("mode_off", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "off.db")
+		path := filepath.Join(testdir.New(t), "off.db")
 		db := mgOpen(t, mgDSN(path, mgFixture(t, "migrations"), "_lease_mode=off"))
 		if v, _ := mgVersion(t, db); v != 20 {
 			t.Fatalf("version %d", v)
@@ -784,7 +787,7 @@ func TestColdOpenSources(t *testing.T) {
 		}
 	})
 	t.Run("custom_table", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "table.db")
+		path := filepath.Join(testdir.New(t), "table.db")
 		db := mgOpen(t, mgDSN(path, mgFixture(t, "migrations"), "_migrations_table=app_versions"))
 		var v int
 		if err := db.QueryRow(`SELECT version FROM app_versions`).Scan(&v); err != nil || v != 20 {
@@ -831,7 +834,7 @@ func BenchmarkColdOpen(b *testing.B) {
 
 func benchColdOpen(b *testing.B, src string) {
 	measure := func(n int, migrated bool) time.Duration {
-		path := filepath.Join(b.TempDir(), "bench.db")
+		path := filepath.Join(testdir.New(b), "bench.db")
 		mgFresh(b, path)
 		if migrated {
 			mgRace(b, 1, mgDSN(path, src), "CLEOLEASE_FIRST=ping")

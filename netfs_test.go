@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // fakeFS makes detectFileSystem report info for dir (and nothing else:
@@ -142,7 +143,7 @@ func TestDecideFileSystem(t *testing.T) {
 // is refused with the typed error before SQLite creates anything; the
 // opt-in, mode off and read-only opens go through; FUSE is logged.
 func TestNetworkFSRefusedAtConnect(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	db := filepath.Join(dir, "app.db")
 	lookups := fakeFS(t, dir, platform.FSInfo{Name: "9p", Network: true, Note: "WSL2 mounts Windows drives (/mnt/c, …) over 9p"}, nil)
 
@@ -207,7 +208,7 @@ func TestNetworkFSRefusedAtConnect(t *testing.T) {
 }
 
 func TestFUSEWarnsAndOpens(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	fakeFS(t, dir, platform.FSInfo{Name: "fuse.litefs", FUSE: true}, nil)
 	db, logs := openWithLog(t, filepath.Join(dir, "app.db"))
 	if _, err := db.Exec("CREATE TABLE t(x)"); err != nil {
@@ -221,7 +222,7 @@ func TestFUSEWarnsAndOpens(t *testing.T) {
 // When the filesystem cannot be told, the connect goes on: a missing
 // directory fails with SQLite's own error, as it would without cleolease.
 func TestFileSystemUnknownNotRefused(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	n := fakeFS(t, dir, platform.FSInfo{}, platform.ErrUnsupported)
 	db, _ := openWithLog(t, filepath.Join(dir, "app.db"))
 	if _, err := db.Exec("CREATE TABLE t(x)"); err != nil {
@@ -277,7 +278,7 @@ func TestNetworkFSParam(t *testing.T) {
 func TestNetworkFSOptInNeverReclaimsRemoteRows(t *testing.T) {
 	for _, network := range []bool{true, false} {
 		t.Run(map[bool]string{true: "network", false: "local"}[network], func(t *testing.T) {
-			dir := t.TempDir()
+			dir := testdir.New(t)
 			fakeFS(t, dir, platform.FSInfo{Name: "nfs", Network: network}, nil)
 			dsn := "file:" + filepath.Join(dir, "x") + "?_lease_network_fs=allow&_lease_mode=require&_lease_wait=300ms&_lease_linger=0"
 			db, err := sql.Open("cleolease", dsn)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestPrivateDatabaseTakesNoLease: a private database opens as with
@@ -18,7 +19,7 @@ import (
 // keeps the in-process lease.
 func TestPrivateDatabaseTakesNoLease(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	t.Chdir(dir)
 	for _, dsn := range []string{"", ":memory:", "file::memory:", "file:pocket?mode=memory", "file:pocket?mode=memory&_locking_mode=EXCLUSIVE&_lease_mode=require"} {
 		db, err := sql.Open("cleolease", dsn)

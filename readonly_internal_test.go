@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -13,7 +14,7 @@ import (
 // an in-memory database. A SQLite whose EXPLAIN listing changes fails here
 // rather than silently treating every file as writable.
 func TestOpenedReadOnly(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	rollback := filepath.Join(dir, "rollback.db")
 	wal := filepath.Join(dir, "wal.db")
 	for _, dsn := range []string{"file:" + rollback, "file:" + wal + "?_journal_mode=WAL"} {
@@ -65,7 +66,7 @@ func openRaw(t *testing.T, dsn string) *sqlite3.SQLiteConn {
 // BenchmarkOpenedReadOnly is the cost of the question each new connection
 // asks (one EXPLAIN BEGIN IMMEDIATE).
 func BenchmarkOpenedReadOnly(b *testing.B) {
-	conn, err := (&sqlite3.SQLiteDriver{}).Open("file:" + filepath.Join(b.TempDir(), "b.db"))
+	conn, err := (&sqlite3.SQLiteDriver{}).Open("file:" + filepath.Join(testdir.New(b), "b.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

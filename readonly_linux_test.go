@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestReadOnlyMount: a database on a read-only mount (as root, a read-only
@@ -17,7 +19,7 @@ import (
 func TestReadOnlyMount(t *testing.T) {
 	var paths []string
 	for range 2 { // go-sqlite3's twin, then cleolease's
-		dir := filepath.Join(t.TempDir(), "ro")
+		dir := filepath.Join(testdir.New(t), "ro")
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

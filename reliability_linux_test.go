@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // relReadOnlyDir makes dir read-only for this process: chmod where that
@@ -52,7 +53,7 @@ func relReadOnlyDir(t *testing.T, dir string) func() {
 func TestReliabilityReadOnlyDirectory(t *testing.T) {
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "ro")
+			dir := filepath.Join(testdir.New(t), "ro")
 			os.Mkdir(dir, 0o755)
 			path := filepath.Join(dir, "app.db")
 			ctx := context.Background()
@@ -122,7 +123,7 @@ func TestReliabilityDiskFull(t *testing.T) {
 // acknowledged write survives, none that failed lands, the lease stays
 // coherent, and writing resumes once space is free.
 func relDiskFull(t *testing.T, mode string) {
-	dir := filepath.Join(t.TempDir(), "small")
+	dir := filepath.Join(testdir.New(t), "small")
 	os.Mkdir(dir, 0o755)
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
 		t.Skipf("mounting a 1 MiB tmpfs needs CAP_SYS_ADMIN (root in the initial user namespace): %v", err)

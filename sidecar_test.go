@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestSidecarDir: with _lease_sidecar_dir the liveness files live in that
@@ -14,13 +16,18 @@ import (
 // exactly 200.
 func TestSidecarDir(t *testing.T) {
 	path, raw := newFile(t)
-	side := t.TempDir()
+	side := testdir.New(t)
 	dsn := "file:" + path + "?_lease_sidecar_dir=" + side
 	var kids []*proc
 	for range 2 {
 		k := spawn(t, "intercept-rmw", dsn, "CLEOLEASE_N=100", "CLEOLEASE_G=1")
 		k.next(t, "READY")
 		kids = append(kids, k)
+	}
+	// The liveness files exist while a process has the database open (the
+	// last to close removes them), so look while both children hold it.
+	if sideEntries, err := os.ReadDir(side); err != nil || len(sideEntries) == 0 {
+		t.Errorf("nothing in the sidecar directory %s while two processes have the database open (%v)", side, err)
 	}
 	for _, k := range kids {
 		k.send("go")
@@ -45,9 +52,5 @@ func TestSidecarDir(t *testing.T) {
 		default:
 			t.Errorf("%s created beside the database; with _lease_sidecar_dir only SQLite's files belong there", e.Name())
 		}
-	}
-	sideEntries, _ := os.ReadDir(side)
-	if len(sideEntries) == 0 {
-		t.Errorf("nothing in the sidecar directory %s", side)
 	}
 }

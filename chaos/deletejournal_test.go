@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -44,7 +45,7 @@ import (
 // deleteFile creates a rollback-journal database with the lease tables.
 func deleteFile(t *testing.T) (path string, raw *sql.DB) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "delete.db")
+	path = filepath.Join(testdir.New(t), "delete.db")
 	raw, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=DELETE")
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -108,7 +109,7 @@ func TestChaosLedger(t *testing.T) {
 	}
 	dir := *flagDir
 	if dir == "" {
-		dir = t.TempDir()
+		dir = testdir.New(t)
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -211,6 +211,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 		var g *grant
 		var holderID string
 		var err error
+		c.lockWant() // (again, if it failed: see lockWant)
 		if skip {
 			holderID = c.rung
 		} else {
@@ -274,6 +275,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 		}
 		c.seenGrants, c.seenLooks = granted, looks
 		if look {
+			c.lockWant() // (again, if it failed: see lockWant)
 			var r *row
 			err := l.e.fault("look")
 			if err == nil {

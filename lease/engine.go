@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -89,7 +90,9 @@ type Engine struct {
 	holderID string
 	pid      int64
 	start    string
-	locks    platform.Locks // nil: no liveness locks (pid and start time only)
+	locks    platform.Locks  // nil: no liveness locks (pid and start time only)
+	conn     *leaseConnector // e.db's connector
+	pinned   atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
 	bell     *doorbell
 
 	db    *sql.DB
@@ -199,6 +202,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// openLocks opens the liveness evidence (platform.OpenLocks; tests give
+// it another OS's answers).
+var openLocks = platform.OpenLocks
+
 func (e *Engine) openStore(ctx context.Context) error {
 	mode := os.FileMode(0o644)
 	if fi, err := platform.Stat(e.path); err == nil {
@@ -206,7 +213,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
 	e.base = base
-	locks, err := platform.OpenLocks(base, mode, slotFor(e.holderID))
+	locks, err := openLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
@@ -221,7 +228,8 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
-	e.db = sql.OpenDB(&leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver})
+	e.conn = &leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver}
+	e.db = sql.OpenDB(e.conn)
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
@@ -283,10 +291,24 @@ func (e *Engine) checkFile(always bool) error {
 	if !always && e.bell != nil && e.bell.dbWatched() && !e.bell.dbChanged() {
 		return nil
 	}
-	fi, err := platform.Stat(e.path)
-	if err != nil {
+	var gen int64
+	var open bool
+	if pinsPath && e.conn != nil {
+		gen, open = e.conn.pin()
+		if open && e.pinned.Load() == gen+1 {
+			return nil
+		}
+	}
+	fi, err := statFile(e.path)
+	if errors.Is(err, fs.ErrNotExist) {
 		e.fileGone.Store(true)
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
+	}
+	if err != nil {
+		// Not proof of another file (under Wine, a loaded process's stat
+		// failed with "too many open files"): this check fails, the next
+		// one stats again.
+		return &Error{Op: "check", Path: e.path, Err: err}
 	}
 	if fi.ID.Dev != e.dev || fi.ID.Ino != e.ino {
 		e.fileGone.Store(true)
@@ -296,8 +318,32 @@ func (e *Engine) checkFile(always bool) error {
 	if e.bell != nil {
 		e.bell.clearDB() // a chmod or touch: same file
 	}
+	if open {
+		// The engine's connection was open before this stat found the
+		// file the engine opened, and is open now: pinned while it stays
+		// open (see pinsPath).
+		if g, still := e.conn.pin(); still && g == gen {
+			e.pinned.Store(gen + 1)
+		}
+	}
 	return nil
 }
+
+// pinsPath is platform.OpenFilePinsPath (tests give it Windows' answer):
+// where a file SQLite holds open cannot be removed, renamed or replaced,
+// the identity checkFile finds while the engine's connection (which SQLite
+// opened on e.path, resolved) is open stays true until that connection
+// closes, so checkFile stats only once per connection. On Windows
+// SQLite's win32 VFS opens the database with FILE_SHARE_READ |
+// FILE_SHARE_WRITE, without FILE_SHARE_DELETE (winOpen in go-sqlite3's
+// sqlite3-binding.c), so DeleteFile, MoveFileEx and ReplaceFile on that
+// path fail while the handle is open; without this, each Acquire paid
+// CreateFile, GetFileInformationByHandle and a stat (Windows has no file
+// watch here).
+var pinsPath = platform.OpenFilePinsPath
+
+// statFile is platform.Stat (tests count the calls).
+var statFile = platform.Stat
 
 // Close drops one reference; the last one hands over or releases every
 // lane this process holds, removes its queue rows, stops the heartbeat,

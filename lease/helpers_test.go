@@ -17,6 +17,7 @@ import (
 
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // Multi-process tests re-execute the test binary with CLEOLEASE_ROLE set;
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func newDB(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "lease.db")
+	p := filepath.Join(testdir.New(t), "lease.db")
 	db, err := sql.Open("sqlite3", "file:"+p+"?_journal_mode=WAL&_busy_timeout=30000")
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
 func needDoorbell(t testing.TB) {
 	t.Helper()
 	if platform.PollWake {
-		t.Skip("no datagram transport in this build (cleolease_pollwake)")
+		t.Skip("no datagram transport in this build (Windows, cleolease_pollwake)")
 	}
 }
 
@@ -144,6 +145,10 @@ func runRole(role string) int {
 	}
 	if v := os.Getenv("CLEOLEASE_LINGER"); v != "" {
 		linger, _ = time.ParseDuration(v)
+	}
+	if v := os.Getenv("CLEOLEASE_FAIL_WANTS"); v != "" {
+		n, _ := strconv.Atoi(v)
+		failWants(int32(n))
 	}
 	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger,
 		SidecarDir: os.Getenv("CLEOLEASE_SIDECAR_DIR")})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,7 +333,19 @@ func TestIdentitySpellingsShareOneEngine(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "a"), 0o755)
 	link := filepath.Join(dir, "link.db")
 	if err := os.Symlink(path, link); err != nil {
+		if runtime.GOOS == "windows" {
+			// CreateSymbolicLink needs SeCreateSymbolicLinkPrivilege or
+			// Developer Mode on Windows.
+			t.Skipf("no symbolic link on Windows without the privilege: %v", err)
+		}
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(link); err != nil && runtime.GOOS == "windows" {
+		// Wine's gap: Wine 8 creates the link but does not follow it
+		// (GetFileAttributesEx: file not found); Windows follows symbolic
+		// links in CreateFile and GetFileAttributesEx
+		// (https://learn.microsoft.com/windows/win32/fileio/symbolic-link-effects-on-file-systems-functions).
+		t.Skipf("Wine does not follow the symbolic link it made: %v", err)
 	}
 	e1 := openEngine(t, path, nil)
 	e2 := openEngine(t, link, nil)
@@ -347,6 +360,7 @@ func TestIdentitySpellingsShareOneEngine(t *testing.T) {
 }
 
 func TestReplacedFileIsRefused(t *testing.T) {
+	skipReplaceOnWindows(t)
 	path := newDB(t)
 	e := openEngine(t, path, nil)
 	repl := path + ".new"
@@ -405,6 +419,7 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 }
 
 func TestReplacedFileIsRefusedWhileLingering(t *testing.T) {
+	skipReplaceOnWindows(t)
 	path := newDB(t)
 	e := openEngine(t, path, func(o *Options) { o.Linger = time.Hour })
 	h, err := e.Acquire(context.Background(), "s", "l", req)

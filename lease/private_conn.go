@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/internal/callbacks"
@@ -29,6 +30,35 @@ type leaseConnector struct {
 	dsn      string
 	drv      *sqlite3.SQLiteDriver // nil: a plain go-sqlite3 driver
 	readOnly bool                  // keep the DSN's busy timeout; for inspection only
+
+	changes atomic.Int64 // connections opened plus connections closed
+	open    atomic.Int64 // connections open now
+}
+
+// pin reports a number that stays the same for as long as the connector's
+// connections stay the same (none opened, none closed since), and whether
+// exactly one is open: the one the engine keeps for its whole life
+// (MaxOpenConns 1, MaxIdleConns 1, no lifetime; go-sqlite3 returns
+// driver.ErrBadConn only for a connection already closed). Engine.checkFile
+// relies on it on Windows.
+func (c *leaseConnector) pin() (gen int64, open bool) {
+	return c.changes.Load(), c.open.Load() == 1
+}
+
+// trackedConn is a go-sqlite3 connection whose Close the connector counts
+// (see pin).
+type trackedConn struct {
+	*sqlite3.SQLiteConn
+	c      *leaseConnector
+	closed atomic.Bool
+}
+
+func (t *trackedConn) Close() error {
+	if !t.closed.Swap(true) {
+		t.c.open.Add(-1)
+		t.c.changes.Add(1)
+	}
+	return t.SQLiteConn.Close()
 }
 
 func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -41,14 +71,15 @@ func (c *leaseConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		sc.Close()
 		return nil, err
 	}
-	if c.readOnly {
-		return sc, nil
+	if !c.readOnly {
+		if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
+			sc.Close()
+			return nil, err
+		}
 	}
-	if _, err := sc.Exec("PRAGMA busy_timeout = 0", nil); err != nil {
-		sc.Close()
-		return nil, err
-	}
-	return sc, nil
+	c.open.Add(1)
+	c.changes.Add(1)
+	return &trackedConn{SQLiteConn: sc, c: c}, nil
 }
 
 // Driver is the connector's base driver: the one the engine was opened

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -120,6 +122,12 @@ type relFileClock string
 
 func (c relFileClock) Now() time.Time {
 	b, err := os.ReadFile(string(c))
+	// On Windows the open fails (sharing violation) while the test's
+	// rename replaces the file (see set): tried again for up to 10 s there.
+	for deadline := time.Now().Add(10 * time.Second); err != nil && runtime.GOOS == "windows" && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		b, err = os.ReadFile(string(c))
+	}
 	if err != nil {
 		panic(err)
 	}
@@ -137,15 +145,26 @@ func (c relFileClock) set(t testing.TB, at time.Time) {
 	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(at.UnixMilli(), 10)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, string(c)); err != nil {
-		t.Fatal(err)
+	// On Windows a rename over a file that a child is reading fails
+	// (access denied: Go opens files without FILE_SHARE_DELETE) until the
+	// child closes it, a moment later: tried again for up to 10 s there.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Rename(tmp, string(c))
+		if err == nil {
+			return
+		}
+		if runtime.GOOS != "windows" || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
 func (c relFileClock) step(t testing.TB, d time.Duration) { c.set(t, c.Now().Add(d)) }
 
 func newFileClock(t testing.TB, at time.Time) relFileClock {
-	c := relFileClock(filepath.Join(t.TempDir(), "clock"))
+	c := relFileClock(filepath.Join(testdir.New(t), "clock"))
 	c.set(t, at)
 	return c
 }

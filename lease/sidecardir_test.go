@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // With a sidecar directory (Options.SidecarDir), Engine.Status asks the
@@ -16,7 +17,7 @@ import (
 // holder listens, and left the waiter unnamed.
 func TestStatusAsksHoldersInSidecarDir(t *testing.T) {
 	needDoorbell(t)
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := newDB(t)
 	e := openEngine(t, path, func(o *Options) { o.Linger = 0; o.SidecarDir = dir })
 	h, err := e.Acquire(context.Background(), "s", "l", req)
@@ -53,7 +54,7 @@ func TestInspectFindsLocksInSidecarDir(t *testing.T) {
 	if !platform.KeepsLocks {
 		t.Skip("this platform keeps no liveness locks")
 	}
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := newDB(t)
 	holder := startChild(t, "hold", path, "CLEOLEASE_SIDECAR_DIR="+dir)
 	holder.expect("held")

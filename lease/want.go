@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"hash/fnv"
+	"log/slog"
 
 	"github.com/cleocode/cleolease/internal/platform"
 )
@@ -39,15 +40,22 @@ func (l *laneState) stillWaiting(h holder, fromRow bool) bool {
 }
 
 // lockWant / unlockWant announce to holders in other processes, through
-// the lane's want region, that this process waits.
+// the lane's want region, that this process waits. A want that could not
+// be taken (on Windows a peer's test of the region holds it for a moment,
+// see platform.Locks.SetWant) is tried again before each claim
+// transaction and each look at the lane, so that a queued waiter does not
+// stay unannounced: the hand-off would find it no longer waiting
+// (stillWaiting), skip it and delete its queue row.
 func (c *claimRun) lockWant() {
 	l := c.l
 	if l.e.locks == nil || c.wantLocked {
 		return
 	}
-	if l.e.locks.SetWant(l.want, true) == nil {
-		c.wantLocked = true
+	if err := l.e.locks.SetWant(l.want, true); err != nil {
+		l.e.logf(slog.LevelDebug, "cleolease: want not announced yet", "scope", l.scope, "lane", l.lane, "err", err)
+		return
 	}
+	c.wantLocked = true
 }
 
 func (c *claimRun) unlockWant() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/migrate"
 )
@@ -23,12 +24,12 @@ func fixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "file://" + dir
+	return "file://" + filepath.ToSlash(dir) // Windows: file://C:/dir (see mgDSN in the root package's tests)
 }
 
 func newDB(t *testing.T) (path, dsn string, raw *sql.DB) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "m.db")
+	path = filepath.Join(testdir.New(t), "m.db")
 	dsn = "file:" + path + "?_busy_timeout=10000&_journal_mode=WAL&_foreign_keys=1"
 	raw, err := sql.Open("sqlite3", dsn)
 	if err != nil {
@@ -210,7 +211,7 @@ func TestFailureIsAtomic(t *testing.T) {
 func TestErrorNamesTheFile(t *testing.T) {
 	ctx := context.Background()
 	_, dsn, _ := newDB(t)
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	for name, body := range map[string]string{
 		"0001_a.up.sql":   "CREATE TABLE a (x INTEGER);",
 		"0001_a.down.sql": "DROP TABLE a;",
@@ -221,7 +222,7 @@ func TestErrorNamesTheFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := migrate.Options{DSN: dsn, SourceURL: "file://" + dir}
+	o := migrate.Options{DSN: dsn, SourceURL: "file://" + filepath.ToSlash(dir)}
 	if err := migrate.Up(ctx, o); err != nil {
 		t.Fatal(err)
 	}

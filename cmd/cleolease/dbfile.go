@@ -22,7 +22,10 @@ import (
 func checkDBFile(path string) error {
 	st, err := os.Stat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && looksLikeDSN(path):
+	case err != nil && looksLikeDSN(path):
+		// Not only "no such file": on Windows a name with '?' (or a
+		// ':' after the first two characters) is invalid
+		// (ERROR_INVALID_NAME).
 		return usagef("%s: DB is a file path, not a DSN (for example %s)", path, dsnPath(path))
 	case errors.Is(err, fs.ErrNotExist):
 		return &exitError{1, fmt.Errorf("%s: %w", path, errNoSuchFile)}

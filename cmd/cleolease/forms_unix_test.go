@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // TestBreakNeverHitsALaterHolder: break prints the holder and epoch it
@@ -20,7 +22,7 @@ import (
 // takes the lane; when it goes on it must leave B alone and say so. Before,
 // it broke B (issue 16, item 7).
 func TestBreakNeverHitsALaterHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "app.db")
+	path := filepath.Join(testdir.New(t), "app.db")
 	a := startHolder(t, path, "jobs", 100)
 	a.expect("OPEN")
 	epochA, _ := strconv.ParseInt(a.expect("HELD"), 10, 64)

@@ -83,6 +83,11 @@ func sourceFS(u string) (fs.FS, string, error) {
 		}
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The same words on every OS (Windows says "The system cannot
+		// find the file specified").
+		return nil, "", fmt.Errorf("migrations %q: no such file or directory", u)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("migrations %q: %v", u, unwrapPathErr(err))
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -108,7 +109,7 @@ func TestStatusPrintWidth(t *testing.T) {
 // "cleolease: OP on PATH" preamble (here the sidecar's path is taken by a
 // directory).
 func TestLeaseFailureOneLine(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	writeMigrations(t, filepath.Join(dir, "migrations"))
 	path := filepath.Join(dir, "app.db")
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
@@ -117,7 +118,7 @@ func TestLeaseFailureOneLine(t *testing.T) {
 	if err := os.Mkdir(platform.SidecarPath(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := cli(t, "migrate", path, "--source", "file://"+filepath.Join(dir, "migrations"), "up")
+	r := cli(t, "migrate", path, "--source", "file://"+filepath.ToSlash(filepath.Join(dir, "migrations")), "up")
 	oneStderrLine(t, result{stderr: r.stderr})
 	if r.code != 1 || !strings.HasPrefix(r.stderr, "cleolease migrate: "+path+": open: ") || strings.Count(r.stderr, "cleolease") != 2 {
 		t.Errorf("want one line naming the command, DB and the failed open once each; got %s", r)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // nobody is the uid and gid the child of TestBellAcrossUsers runs as.
@@ -29,7 +31,7 @@ func TestBellAcrossUsers(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("running a child as another uid needs root (syscall.Credential)")
 	}
-	dir := filepath.Join(t.TempDir(), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
+	dir := filepath.Join(testdir.New(t), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestBellAcrossUsers(t *testing.T) {
 		got <- string(buf[:n])
 	}()
 	// The test binary, copied where uid 65534 may run it.
-	bin := filepath.Join(t.TempDir(), "platform.test")
+	bin := filepath.Join(testdir.New(t), "platform.test")
 	if err := copyExecutable(bin); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func copyExecutable(dst string) error {
 // without the sticky bit, or a symlink) is refused.
 func TestSharedBellDir(t *testing.T) {
 	id := FileID{Dev: 1, Ino: 2}
-	root := filepath.Join(t.TempDir(), "bells")
+	root := filepath.Join(testdir.New(t), "bells")
 	dir, err := sharedBellDir(root, id)
 	if err != nil {
 		t.Fatal(err)
@@ -133,13 +135,13 @@ func TestSharedBellDir(t *testing.T) {
 	if again, err := sharedBellDir(root, id); err != nil || again != dir {
 		t.Fatalf("second call: %q, %v", again, err)
 	}
-	plain := filepath.Join(t.TempDir(), "plain")
+	plain := filepath.Join(testdir.New(t), "plain")
 	os.Mkdir(plain, 0o777)
 	os.Chmod(plain, 0o777)
 	if _, err := sharedBellDir(plain, id); err != ErrUnsupported {
 		t.Fatalf("root without the sticky bit: %v, want ErrUnsupported", err)
 	}
-	link := filepath.Join(t.TempDir(), "link")
+	link := filepath.Join(testdir.New(t), "link")
 	os.Symlink(root, link)
 	if _, err := sharedBellDir(link, id); err != ErrUnsupported {
 		t.Fatalf("root that is a symlink: %v, want ErrUnsupported", err)

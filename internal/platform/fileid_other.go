@@ -16,3 +16,8 @@ func Stat(path string) (FileInfo, error) {
 	}
 	return FileInfo{Mode: fi.Mode().Perm()}, nil
 }
+
+// OpenFilePinsPath reports whether a path cannot be made to name another
+// file while SQLite holds the file open: false here, a file open by
+// SQLite can be renamed over or removed.
+const OpenFilePinsPath = false

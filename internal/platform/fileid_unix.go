@@ -35,3 +35,8 @@ func pathIno(path string) (uint64, error) {
 	}
 	return uint64(st.Ino), nil
 }
+
+// OpenFilePinsPath reports whether a path cannot be made to name another
+// file while SQLite holds the file open: false here, a file open by
+// SQLite can be renamed over or removed.
+const OpenFilePinsPath = false

@@ -44,3 +44,12 @@ func handleID(h windows.Handle) (FileID, error) {
 	}
 	return FileID{Dev: uint64(d.VolumeSerialNumber), Ino: uint64(d.FileIndexHigh)<<32 | uint64(d.FileIndexLow)}, nil
 }
+
+// OpenFilePinsPath reports whether a path cannot be made to name another
+// file while SQLite holds the file open. True on Windows: SQLite's win32
+// VFS opens the database without FILE_SHARE_DELETE, and a file open
+// without it cannot be deleted, renamed or replaced (DeleteFile,
+// MoveFileEx, ReplaceFile fail with a sharing violation or access denied;
+// see "Creating and Opening Files",
+// https://learn.microsoft.com/windows/win32/fileio/creating-and-opening-files).
+const OpenFilePinsPath = true

@@ -5,12 +5,14 @@ package platform
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // FileSystem on this machine's temporary directory and /proc: both local,
 // neither FUSE, and a missing directory is an error rather than a guess.
 func TestFileSystemHere(t *testing.T) {
-	for _, dir := range []string{t.TempDir(), "/proc"} {
+	for _, dir := range []string{testdir.New(t), "/proc"} {
 		info, err := FileSystem(dir)
 		if err != nil {
 			t.Fatalf("FileSystem(%s): %v", dir, err)
@@ -19,7 +21,7 @@ func TestFileSystemHere(t *testing.T) {
 			t.Errorf("FileSystem(%s) = %+v: this test expects a local directory", dir, info)
 		}
 	}
-	if _, err := FileSystem(filepath.Join(t.TempDir(), "missing")); err == nil {
+	if _, err := FileSystem(filepath.Join(testdir.New(t), "missing")); err == nil {
 		t.Errorf("FileSystem of a missing directory: no error")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -24,8 +25,39 @@ import (
 type byteLocks struct {
 	path string
 	f    *os.File
+	r    ranges // the OS's locks on f (a model of another OS's in tests)
 	slot int64
 	mark string
+
+	mu    sync.Mutex
+	wants map[int64]bool // the bases of the lanes this process announces a want for
+}
+
+// ranges is the OS's byte-range locks on one open file of the sidecar:
+// fileRanges, a thin wrapper over rangelock_linux.go or
+// rangelock_windows.go. The two OSes differ where byteLocks must not
+// care: on Windows a test takes and drops a lock (so a peer's lock can
+// fail while a test holds it) and sees this handle's own locks; on Linux
+// a test changes nothing and sees only other open files' locks. Tests on
+// Linux replace it with a model of Windows' answers.
+type ranges interface {
+	// lock takes an exclusive (write) or shared lock on the n bytes from
+	// start without waiting: errBusy when a conflicting lock is held.
+	lock(start, n int64, write bool) error
+	// unlock drops this file's lock on the n bytes from start.
+	unlock(start, n int64) error
+	// test reports whether a lock conflicting with an exclusive (write)
+	// or shared lock on the n bytes from start is held.
+	test(start, n int64, write bool) (bool, error)
+}
+
+// fileRanges is ranges on the open file f.
+type fileRanges struct{ f *os.File }
+
+func (r fileRanges) lock(start, n int64, write bool) error { return lockRange(r.f, start, n, write) }
+func (r fileRanges) unlock(start, n int64) error           { return unlockRange(r.f, start, n) }
+func (r fileRanges) test(start, n int64, write bool) (bool, error) {
+	return testRange(r.f, start, n, write)
 }
 
 // ticketOffset holds the sidecar's arrival counter (8 bytes, little
@@ -74,7 +106,7 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 			f.Close()
 			return nil, err
 		}
-		return &byteLocks{path: p, f: f, slot: slot, mark: mark}, nil
+		return &byteLocks{path: p, f: f, r: fileRanges{f}, slot: slot, mark: mark}, nil
 	}
 	if busy {
 		return nil, fmt.Errorf("lock sidecar %s: %w", p, errBusy)
@@ -94,7 +126,7 @@ func OpenLocksReadOnly(dbPath string) (Locks, error) {
 		return nil, err
 	}
 	mark, _ := fileMark(f, p)
-	return &byteLocks{path: p, f: f, mark: mark}, nil
+	return &byteLocks{path: p, f: f, r: fileRanges{f}, mark: mark}, nil
 }
 
 func (s *byteLocks) Slot() int64       { return s.slot }
@@ -104,7 +136,7 @@ func (s *byteLocks) WatchPath() string { return s.path }
 // Probe tests the write lock on byte slot. A holder that recorded this
 // sidecar's mark and holds no lock is gone.
 func (s *byteLocks) Probe(slot int64, mark string) Proof {
-	held, err := testRange(s.f, slot, 1, false)
+	held, err := s.r.test(slot, 1, false)
 	switch {
 	case err != nil:
 		return Unknown
@@ -116,23 +148,84 @@ func (s *byteLocks) Probe(slot int64, mark string) Proof {
 	return Unknown
 }
 
+// SetWant takes or drops the shared lock on byte base+slot. On Windows
+// a peer's test (Wants, AnyWants, CountWants) holds an exclusive lock over
+// it for a few microseconds, during which the want fails: it is tried
+// again for up to about 10 ms, as NextTicket does, so that a waiter is not
+// left unannounced (the hand-off would skip it); errBusy after that.
 func (s *byteLocks) SetWant(base int64, on bool) error {
-	if on {
-		return lockRange(s.f, base+s.slot, 1, false)
+	if !on {
+		s.markWant(base, false)
+		return s.r.unlock(base+s.slot, 1)
 	}
-	return unlockRange(s.f, base+s.slot, 1)
+	// Marked first: our own byte is left out of AnyWants and CountWants
+	// from before it is locked (a Windows test would see it).
+	s.markWant(base, true)
+	err := s.r.lock(base+s.slot, 1, false)
+	for i := 0; errors.Is(err, errBusy) && i < 200; i++ {
+		time.Sleep(50 * time.Microsecond)
+		err = s.r.lock(base+s.slot, 1, false)
+	}
+	if err != nil {
+		s.markWant(base, false)
+	}
+	return err
+}
+
+// markWant records whether this process announces a want at base.
+func (s *byteLocks) markWant(base int64, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !on {
+		delete(s.wants, base)
+		return
+	}
+	if s.wants == nil {
+		s.wants = map[int64]bool{}
+	}
+	s.wants[base] = true
 }
 
 func (s *byteLocks) Wants(base, slot int64) (bool, error) {
-	return testRange(s.f, base+slot, 1, true)
+	return s.r.test(base+slot, 1, true)
 }
 
+// AnyWants tests the lane's want region around this process's own want,
+// if it has one: a Windows test would see it (LockFileEx: an exclusive
+// lock cannot overlap any locked region, this handle's included).
 func (s *byteLocks) AnyWants(base int64) (bool, error) {
-	return testRange(s.f, base, 1<<WantBits, true)
+	for _, r := range s.othersRegion(base) {
+		if w, err := s.r.test(r[0], r[1], true); w || err != nil {
+			return w, err
+		}
+	}
+	return false, nil
 }
 
 func (s *byteLocks) CountWants(base int64, limit int) (int, error) {
-	return s.lockedBytes(base, 1<<WantBits, limit)
+	n := 0
+	for _, r := range s.othersRegion(base) {
+		m, err := s.lockedBytes(r[0], r[1], limit-n)
+		if err != nil {
+			return 0, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// othersRegion is the lane's want region at base without this process's
+// own want, if it holds one, as (start, length) pairs: around the byte
+// base+slot (slot is at least 1<<20 and below 1<<WantBits, so both sides
+// are non-empty).
+func (s *byteLocks) othersRegion(base int64) [][2]int64 {
+	s.mu.Lock()
+	own := s.wants[base]
+	s.mu.Unlock()
+	if !own {
+		return [][2]int64{{base, 1 << WantBits}}
+	}
+	return [][2]int64{{base, s.slot}, {base + s.slot + 1, 1<<WantBits - s.slot - 1}}
 }
 
 // lockedBytes counts the bytes of the n from start on which another open
@@ -143,7 +236,7 @@ func (s *byteLocks) lockedBytes(start, n int64, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	w, err := testRange(s.f, start, n, true)
+	w, err := s.r.test(start, n, true)
 	if err != nil || !w {
 		return 0, err
 	}
@@ -167,13 +260,13 @@ func (s *byteLocks) NextTicket() int64 {
 	// Non-blocking attempts for up to ~10 ms: a peer stopped (SIGSTOP)
 	// inside this few-microsecond section must not stall everyone; without
 	// a ticket the waiter falls back to the queue's own order.
-	for i := 0; lockRange(s.f, ticketOffset, 8, true) != nil; i++ {
+	for i := 0; s.r.lock(ticketOffset, 8, true) != nil; i++ {
 		if i == 200 {
 			return 0
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	defer unlockRange(s.f, ticketOffset, 8)
+	defer s.r.unlock(ticketOffset, 8)
 	var b [8]byte
 	if n, err := s.f.ReadAt(b[:], ticketOffset); err != nil && n != 8 {
 		b = [8]byte{}

@@ -5,14 +5,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
+
+// TestMain lets a test start this binary as a child that only sleeps
+// (CLEOLEASE_PLATFORM_SLEEP set) until it is killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("CLEOLEASE_PLATFORM_SLEEP") != "" {
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 func newDB(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "x.db")
+	p := filepath.Join(testdir.New(t), "x.db")
 	if err := os.WriteFile(p, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +109,7 @@ func TestBell(t *testing.T) {
 		if _, err := ListenBell("x", "a", FileID{}); !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("pollwake ListenBell: %v", err)
 		}
-		t.Skip("no transport in this build")
+		t.Skip("no transport in this build (Windows, cleolease_pollwake)")
 	}
 	db := newDB(t)
 	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
@@ -125,12 +136,12 @@ func TestBell(t *testing.T) {
 
 // WatchExit reports a process's exit, and an already gone one at once.
 func TestWatchExit(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("uses sleep(1)")
-	}
-	cmd := exec.Command("sleep", "60")
+	// The child is this test binary, sleeping (see TestMain): every OS
+	// has one.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CLEOLEASE_PLATFORM_SLEEP=1")
 	if err := cmd.Start(); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	stop, err := WatchExit(int64(cmd.Process.Pid), func() { close(exited) })
@@ -186,9 +197,9 @@ func TestIdentity(t *testing.T) {
 // BSDs) still gets a doorbell, in the shared directory (sharedBellDir).
 func TestBellLongPath(t *testing.T) {
 	if PollWake || !Portable {
-		t.Skip("the portable tier's path-bound sockets only")
+		t.Skip("the portable tier's path-bound sockets only (not Linux's default tier, not Windows)")
 	}
-	dir := filepath.Join(t.TempDir(), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
+	dir := filepath.Join(testdir.New(t), "a-directory-name-long-enough", "to-push-the-socket-path", "past-the-104-bytes-of-sun-path")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

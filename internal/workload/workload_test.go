@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/proctest"
+	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 
@@ -66,7 +68,7 @@ func TestRunEveryPeer(t *testing.T) {
 	ctx := context.Background()
 	for _, p := range peers() {
 		t.Run(string(p), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.db")
+			path := filepath.Join(testdir.New(t), "c.db")
 			if err := workload.CreateCounter(ctx, path); err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +110,7 @@ func TestFleet(t *testing.T) {
 			continue
 		}
 		t.Run(string(p), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "c.db")
+			path := filepath.Join(testdir.New(t), "c.db")
 			if err := workload.CreateCounter(ctx, path); err != nil {
 				t.Fatal(err)
 			}
@@ -182,17 +184,25 @@ func TestSummarize(t *testing.T) {
 
 // TestDSN: each peer's DSN, the path escaped.
 func TestDSN(t *testing.T) {
+	// An absolute path of this OS and its escaped form in the URI: on
+	// Windows SQLite reads "file:C:%5Cdir%5Cx.db" as C:\dir\x.db (a URI
+	// without an authority starts its path right after "file:",
+	// https://www.sqlite.org/uri.html).
+	path, esc, x, xesc := "/tmp/a b?.db", "/tmp/a%20b%3F.db", "/tmp/x.db", "/tmp/x.db"
+	if runtime.GOOS == "windows" {
+		path, esc, x, xesc = `C:\tmp\a b?.db`, "C:%5Ctmp%5Ca%20b%3F.db", `C:\tmp\x.db`, "C:%5Ctmp%5Cx.db"
+	}
 	for p, want := range map[workload.Peer]string{
-		workload.Raw:       "file:/tmp/a%20b%3F.db?" + workload.RawQuery,
-		workload.TxLock:    "file:/tmp/a%20b%3F.db?" + fmt.Sprintf(workload.TxLockQuery, "FULL"),
-		workload.Flock:     "file:/tmp/a%20b%3F.db?" + fmt.Sprintf(workload.TxLockQuery, "FULL"),
-		workload.Cleolease: "file:/tmp/a%20b%3F.db?_synchronous=FULL",
+		workload.Raw:       "file:" + esc + "?" + workload.RawQuery,
+		workload.TxLock:    "file:" + esc + "?" + fmt.Sprintf(workload.TxLockQuery, "FULL"),
+		workload.Flock:     "file:" + esc + "?" + fmt.Sprintf(workload.TxLockQuery, "FULL"),
+		workload.Cleolease: "file:" + esc + "?_synchronous=FULL",
 	} {
-		if got, err := p.DSN("/tmp/a b?.db", "FULL"); err != nil || got != want {
+		if got, err := p.DSN(path, "FULL"); err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %q", p, got, err, want)
 		}
 	}
-	if got, _ := workload.Cleolease.DSN("/tmp/x.db", ""); got != "file:/tmp/x.db" {
+	if got, _ := workload.Cleolease.DSN(x, ""); got != "file:"+xesc {
 		t.Errorf("cleolease NORMAL: %q", got)
 	}
 	if _, err := workload.ParsePeer("sqlite"); err == nil {

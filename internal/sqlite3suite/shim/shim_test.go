@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/testdir"
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 func TestSuiteDSN(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("TMPDIR", testdir.New(t))
 	tmp := os.TempDir()
 	kept := []string{
 		"a.db",
@@ -39,7 +40,9 @@ func TestSuiteDSN(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range private {
 		got := suiteDSN(p.dsn)
-		if !strings.HasPrefix(got, p.prefix) || !strings.HasSuffix(got, p.suffix) || seen[got] {
+		got = strings.ReplaceAll(got, string(filepath.Separator), "/") // Windows: C:\…\db.sqlite
+		prefix := strings.ReplaceAll(p.prefix, string(filepath.Separator), "/")
+		if !strings.HasPrefix(got, prefix) || !strings.HasSuffix(got, p.suffix) || seen[got] {
 			t.Errorf("suiteDSN(%q) = %q, want a new file %s…%s", p.dsn, got, p.prefix, p.suffix)
 		}
 		seen[got] = true
@@ -53,7 +56,7 @@ func TestSuiteRegisterUsesBaseDriver(t *testing.T) {
 		hooked++
 		return nil
 	}})
-	db, err := sql.Open(name, filepath.Join(t.TempDir(), "a.db"))
+	db, err := sql.Open(name, filepath.Join(testdir.New(t), "a.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
