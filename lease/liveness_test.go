@@ -144,6 +144,10 @@ func TestUnknownHolderWaitsForTTL(t *testing.T) {
 				if id != "hidden" {
 					t.Fatalf("the lane's holder is %q, want the untouched %q", id, "hidden")
 				}
+				st, err := e.Status(context.Background())
+				if err != nil || len(st) != 1 || st[0].Holder == nil || st[0].Holder.Liveness != c.os.String() || st[0].Holder.Alive != (c.os == platform.ProcAlive) {
+					t.Fatalf("Status: %+v, %v; want the holder's liveness %q", st, err, c.os)
+				}
 				return
 			}
 			if err != nil {

@@ -112,7 +112,7 @@ func runBreak(ctx context.Context, w io.Writer, path, sidecarDir, scope, lane st
 		return nil
 	case seen != nil:
 		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: holder %s pid %d at epoch %d", scope, lane, seen.ID, seen.PID, seen.Epoch)))
-		fmt.Fprintln(w, wrap("  ", "  ", aliveText(seen.Alive, seen.Why)))
+		fmt.Fprintln(w, wrap("  ", "  ", aliveText(seen.Alive, seen.Liveness, seen.Why)))
 		if !explicit {
 			want = seen.Epoch // never break a holder that takes the lane from now on
 		}
