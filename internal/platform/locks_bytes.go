@@ -194,7 +194,8 @@ func (s *byteLocks) Wants(base, slot int64) (bool, error) {
 // if it has one: a Windows test would see it (LockFileEx: an exclusive
 // lock cannot overlap any locked region, this handle's included).
 func (s *byteLocks) AnyWants(base int64) (bool, error) {
-	for _, r := range s.othersRegion(base) {
+	regions, n := s.othersRegion(base)
+	for _, r := range regions[:n] {
 		if w, err := s.r.test(r[0], r[1], true); w || err != nil {
 			return w, err
 		}
@@ -204,7 +205,8 @@ func (s *byteLocks) AnyWants(base int64) (bool, error) {
 
 func (s *byteLocks) CountWants(base int64, limit int) (int, error) {
 	n := 0
-	for _, r := range s.othersRegion(base) {
+	regions, k := s.othersRegion(base)
+	for _, r := range regions[:k] {
 		m, err := s.lockedBytes(r[0], r[1], limit-n)
 		if err != nil {
 			return 0, err
@@ -215,17 +217,18 @@ func (s *byteLocks) CountWants(base int64, limit int) (int, error) {
 }
 
 // othersRegion is the lane's want region at base without this process's
-// own want, if it holds one, as (start, length) pairs: around the byte
-// base+slot (slot is at least 1<<20 and below 1<<WantBits, so both sides
-// are non-empty).
-func (s *byteLocks) othersRegion(base int64) [][2]int64 {
+// own want, if it holds one, as the first n of regions, each a (start,
+// length) pair: around the byte base+slot (slot is at least 1<<20 and below
+// 1<<WantBits, so both sides are non-empty). An array, not a slice, so that
+// the check on every release allocates nothing.
+func (s *byteLocks) othersRegion(base int64) (regions [2][2]int64, n int) {
 	s.mu.Lock()
 	own := s.wants[base]
 	s.mu.Unlock()
 	if !own {
-		return [][2]int64{{base, 1 << WantBits}}
+		return [2][2]int64{{base, 1 << WantBits}}, 1
 	}
-	return [][2]int64{{base, s.slot}, {base + s.slot + 1, 1<<WantBits - s.slot - 1}}
+	return [2][2]int64{{base, s.slot}, {base + s.slot + 1, 1<<WantBits - s.slot - 1}}, 2
 }
 
 // lockedBytes counts the bytes of the n from start on which another open
