@@ -42,7 +42,10 @@
 // A holder that died is recognised from its lifetime lock (liveness.go), or
 // from its pid and start time when no lock can be tested, and its lane is
 // reclaimed at epoch + 1 without waiting out a TTL; a holder that is alive
-// but hung is never robbed, unless the opt-in StealAfterTTL says so.
+// but hung is never robbed, unless the opt-in StealAfterTTL says so. A
+// holder whose liveness the OS will not tell (hidden from this process,
+// access denied) is reclaimed only once its heartbeat is older than its
+// TTL.
 //
 // # The lease tables in the user's database
 //

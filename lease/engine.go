@@ -83,6 +83,7 @@ type Options struct {
 type Engine struct {
 	opts     Options
 	path     string // resolved path
+	base     string // where the liveness files and doorbells are named from (sidecarBase)
 	dev, ino uint64
 	key      string
 
@@ -211,6 +212,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 		mode = fi.Mode
 	}
 	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
+	e.base = base
 	locks, err := openLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
@@ -220,9 +222,11 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	e.locks = locks
+	mark := ""
 	if locks != nil {
-		e.start += "/" + locks.Mark()
+		mark = locks.Mark()
 	}
+	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.conn = &leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver}
 	e.db = sql.OpenDB(e.conn)

@@ -312,7 +312,7 @@ func relFuzzOne(t *testing.T, permissive bool, data []byte) {
 		if rerr != nil || rw == nil {
 			t.Fatalf("ErrUnavailable, but the lane's row reads %v, %v", rw, rerr)
 		}
-		if v := e.probe(rw.h); !v.alive {
+		if v := e.probe(rw.h); v.dead() {
 			t.Fatalf("ErrUnavailable behind a holder judged dead (%s): %v", v.reason, err)
 		}
 	default:

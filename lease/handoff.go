@@ -27,7 +27,7 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 // Waiters are judged by stillWaiting (a registration must prove it waits).
 func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *queued, gone []string, err error) {
 	i, skipped := pick(ws, l.e.nowMS(), l.e.holderID, func(w queued) bool {
-		return l.e.probe(w.h).alive && l.stillWaiting(w.h, w.row)
+		return l.e.probe(w.h).alive() && l.stillWaiting(w.h, w.row)
 	})
 	for _, j := range skipped {
 		if ws[j].row && c != nil {
@@ -66,7 +66,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		rang, gone = "", nil // this body runs again after SQLITE_BUSY
 		// Checked again inside the transaction: a waiter that gave up
 		// meanwhile is never granted the lane (see leaveQueue).
-		if cand != nil && (!l.stillWaiting(cand.h, false) || !l.e.probe(cand.h).alive) {
+		if cand != nil && (!l.stillWaiting(cand.h, false) || !l.e.probe(cand.h).alive()) {
 			gone0 = append(gone0, cand.h.ID)
 			cand = nil
 		}

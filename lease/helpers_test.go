@@ -150,7 +150,8 @@ func runRole(role string) int {
 		n, _ := strconv.Atoi(v)
 		failWants(int32(n))
 	}
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger})
+	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger,
+		SidecarDir: os.Getenv("CLEOLEASE_SIDECAR_DIR")})
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

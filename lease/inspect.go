@@ -23,22 +23,26 @@ var ErrNoLeaseTables = errors.New("database has no lease tables (no cleolease pr
 // holder over the doorbell, from a socket of its own: abstract on Linux
 // (no file); in the portable tier a socket file in the lock directory,
 // removed before it returns. A holder that does not answer within half a
-// second is reported in LaneStatus.Note. Errors: os.ErrNotExist for a
-// missing file, SQLite's error for a file that is not a database,
-// ErrNoLeaseTables, ErrUntrusted.
-func Inspect(ctx context.Context, path string, clock Clock) ([]LaneStatus, error) {
+// second is reported in LaneStatus.Note. sidecarDir is the directory the
+// processes that use the file keep their liveness files in
+// (Options.SidecarDir, the DSN's _lease_sidecar_dir), or "" for beside the
+// database: the lock files and the holders' doorbells are looked up there.
+// Errors: os.ErrNotExist for a missing file, SQLite's error for a file
+// that is not a database, ErrNoLeaseTables, ErrUntrusted.
+func Inspect(ctx context.Context, path, sidecarDir string, clock Clock) ([]LaneStatus, error) {
 	var out []LaneStatus
 	err := ReadOnly(ctx, path, func(db *sql.DB) error {
 		var err error
-		out, err = InspectDB(ctx, db, path, clock)
+		out, err = InspectDB(ctx, db, path, sidecarDir, clock)
 		return err
 	})
 	return out, err
 }
 
 // InspectDB is Inspect on a connection the caller opened to the file at
-// path (typically with ReadOnly); path locates the liveness locks' files.
-func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]LaneStatus, error) {
+// path (typically with ReadOnly); path and sidecarDir (see Inspect) locate
+// the liveness locks' files.
+func InspectDB(ctx context.Context, db *sql.DB, path, sidecarDir string, clock Clock) ([]LaneStatus, error) {
 	if clock == nil {
 		clock = SystemClock{}
 	}
@@ -53,7 +57,8 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	if n == 0 {
 		return nil, ErrNoLeaseTables
 	}
-	locks, err := platform.OpenLocksReadOnly(resolved)
+	base := sidecarBase(resolved, dev, ino, sidecarDir)
+	locks, err := platform.OpenLocksReadOnly(base)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
@@ -62,7 +67,7 @@ func InspectDB(ctx context.Context, db *sql.DB, path string, clock Clock) ([]Lan
 	}
 	probe := func(h holder) verdict { return probeHolder("", locks, h, false) }
 	ask := func(qs []holderQuery) (map[laneKey]*holderAnswer, string) {
-		return askHolders(resolved, platform.FileID{Dev: dev, Ino: ino}, qs, holderAnswerWait)
+		return askHolders(base, platform.FileID{Dev: dev, Ino: ino}, qs, holderAnswerWait)
 	}
 	out, err := readStatus(ctx, db, probe, clock, locks, ask)
 	if err == nil && locks == nil && platform.KeepsLocks {

@@ -396,7 +396,7 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	holder := startChild(t, "hold", path)
 	epoch := holder.expect("held")
 	before, _ := os.Stat(path)
-	lanes, err := Inspect(context.Background(), path, nil)
+	lanes, err := Inspect(context.Background(), path, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,11 +409,11 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	}
 	holder.Cmd.Process.Signal(syscall.SIGKILL)
 	holder.Cmd.Wait()
-	lanes, err = Inspect(context.Background(), path, nil)
+	lanes, err = Inspect(context.Background(), path, "", nil)
 	if err != nil || lanes[0].Holder == nil || lanes[0].Holder.Alive {
 		t.Fatalf("after SIGKILL: %+v, %v; want the holder reported dead", lanes, err)
 	}
-	if _, err := Inspect(context.Background(), newDB(t), nil); !errors.Is(err, ErrNoLeaseTables) {
+	if _, err := Inspect(context.Background(), newDB(t), "", nil); !errors.Is(err, ErrNoLeaseTables) {
 		t.Fatalf("fresh database: %v, want ErrNoLeaseTables", err)
 	}
 }

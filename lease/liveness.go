@@ -18,11 +18,30 @@ import (
 //     taken on the database file itself.
 //  2. When the lock is absent (the files were deleted or replaced, or the
 //     row was written by another implementation), the pid plus the process
-//     identity recorded in holder_start ("boot/pidns/starttime/mark")
-//     decide: a missing pid, or a pid whose start time differs (reused),
-//     is dead.
+//     identity recorded in holder_start (holderStart) decide: a missing
+//     pid, or a pid whose start time differs (reused), is dead.
 //  3. A row with no holder_start (the original implementation's rows) falls
 //     back to whether the pid exists.
+//
+// The OS answers three ways (platform.ProcState): a process it hides or
+// refuses access to (another user's on FreeBSD with see_other_uids=0, in
+// another jail, another account's or a protected one on Windows) is
+// neither alive nor dead, and so is a running pid whose start time cannot
+// be compared. Such a holder is unknown: its lane is not reclaimed at
+// once, only once its heartbeat is older than its TTL (reclaimDecision),
+// so that a live holder is not robbed and a dead one does not block the
+// lane for ever.
+//
+// holderStart is the layout of holder_start, "/"-separated:
+// boot/pidns/starttime/mark/uid, where mark names the holder's liveness
+// lock file (platform.Liveness.Mark, possibly empty) and uid its effective
+// user id (platform.UID), which tells a BSD peer whether the kernel would
+// show it the holder. Rows of earlier versions end after the mark (or
+// after the start time); every part from the mark on is optional. The uid
+// lives in this existing nullable column rather than a new one because
+// holder_start already travels with every holder and waiter (lease rows,
+// queue rows, the registration datagram), and a new column would need an
+// ALTER TABLE on every existing file.
 
 // holder is what a row says about a holder or waiter.
 type holder struct {
@@ -34,12 +53,23 @@ type holder struct {
 
 // verdict is a liveness judgement and the evidence behind it.
 type verdict struct {
-	alive  bool
+	state  platform.ProcState
 	reason string
 }
 
+// alive reports whether the holder is provably alive.
+func (v verdict) alive() bool { return v.state == platform.ProcAlive }
+
+// dead reports whether the holder is provably gone.
+func (v verdict) dead() bool { return v.state == platform.ProcDead }
+
+func aliveBecause(why string) verdict   { return verdict{platform.ProcAlive, why} }
+func deadBecause(why string) verdict    { return verdict{platform.ProcDead, why} }
+func unknownBecause(why string) verdict { return verdict{platform.ProcUnknown, why} }
+
 // procIdentity returns this process's holder_start prefix
-// ("boot/pidns/starttime"); the engine appends its locks' mark.
+// ("boot/pidns/starttime"); the engine appends its locks' mark and its uid
+// (holderStart).
 func procIdentity() string { return platform.Identity() }
 
 // bootID and pidNamespace are this process's boot and pid namespace as
@@ -54,6 +84,10 @@ func slotFor(holderID string) int64 { return platform.SlotFor(holderID) }
 // ticketOffset is where the arrival counter lives in its file.
 const ticketOffset = platform.TicketOffset
 
+// lookupProcess asks the OS whether a pid runs (platform.LookupProcess);
+// tests replace it to inject the OS's answers.
+var lookupProcess = platform.LookupProcess
+
 // probe judges whether h is alive, strongest evidence first.
 func (e *Engine) probe(h holder) verdict {
 	return probeHolder(e.holderID, e.locks, h, e.opts.RemoteHolders)
@@ -66,52 +100,57 @@ func (e *Engine) probe(h holder) verdict {
 // alive: nothing this host can test proves it dead.
 func probeHolder(self string, locks platform.Liveness, h holder, remote bool) verdict {
 	if h.ID == self {
-		return verdict{true, "this process"}
+		return aliveBecause("this process")
 	}
 	parts := strings.Split(h.Start, "/")
 	if remote && (h.Start == "" || parts[0] != platform.BootID()) {
-		return verdict{true, "holder from another boot or host: never judged dead on local evidence (network filesystem)"}
+		return aliveBecause("holder from another boot or host: never judged dead on local evidence (network filesystem)")
+	}
+	mark, uid := "", ""
+	if len(parts) >= 4 {
+		mark = parts[3]
+	}
+	if len(parts) >= 5 {
+		uid = parts[4]
 	}
 	if h.Slot > 0 && locks != nil {
 		// The holder recorded which lock file it locked (the mark): if it
 		// is the one we see, a missing lock proves the process is gone.
-		mark := ""
-		if len(parts) == 4 {
-			mark = parts[3]
-		}
 		switch locks.Probe(h.Slot, mark) {
 		case platform.Held:
-			return verdict{true, "liveness lock held"}
+			return aliveBecause("liveness lock held")
 		case platform.Released:
-			return verdict{false, "liveness lock released"}
+			return deadBecause("liveness lock released")
 		}
 	}
 	if h.PID <= 0 || h.PID > platform.MaxPID {
-		return verdict{false, "no such pid " + strconv.FormatInt(h.PID, 10)}
+		return deadBecause("no such pid " + strconv.FormatInt(h.PID, 10))
 	}
 	pid := strconv.FormatInt(h.PID, 10)
 	if h.Start != "" {
 		if len(parts) < 3 {
-			return verdict{false, "unreadable holder_start"}
+			return deadBecause("unreadable holder_start")
 		}
 		if parts[0] != platform.BootID() {
-			return verdict{false, "holder from another boot"}
+			return deadBecause("holder from another boot")
 		}
 		if parts[1] != platform.PIDNamespace() {
 			// Its pid means nothing here and its lock is gone.
-			return verdict{false, "liveness lock released (other pid namespace)"}
+			return deadBecause("liveness lock released (other pid namespace)")
 		}
-		st := platform.StartTime(h.PID)
-		switch {
-		case st == "":
-			return verdict{false, "pid " + pid + " exited"}
-		case st != parts[2]:
-			return verdict{false, "pid " + pid + " reused by another process"}
-		}
-		return verdict{true, "pid " + pid + " running (no liveness lock)"}
 	}
-	if !platform.Exists(h.PID) {
-		return verdict{false, "pid " + pid + " exited"}
+	state, st := lookupProcess(h.PID, uid)
+	switch {
+	case state == platform.ProcDead:
+		return deadBecause("pid " + pid + " exited")
+	case state == platform.ProcUnknown:
+		return unknownBecause("pid " + pid + ": the OS does not say whether it runs (hidden from this process, or access denied)")
+	case h.Start == "":
+		return aliveBecause("pid " + pid + " exists")
+	case st == "" || st == "?" || parts[2] == "?":
+		return unknownBecause("pid " + pid + " runs, but its start time cannot be compared: it may have been reused")
+	case st != parts[2]:
+		return deadBecause("pid " + pid + " reused by another process")
 	}
-	return verdict{true, "pid " + pid + " exists"}
+	return aliveBecause("pid " + pid + " running (no liveness lock)")
 }

@@ -189,7 +189,7 @@ func TestInspectKeepsLocks(t *testing.T) {
 	path := newDB(t)
 	startWitness(t, path)
 	openEngine(t, path, nil)
-	if _, err := Inspect(context.Background(), path, nil); err != nil {
+	if _, err := Inspect(context.Background(), path, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if posixLocks(t, path) == 0 {

@@ -18,10 +18,13 @@ type counters struct {
 	Fenced      atomic.Int64 // commits refused by the fencing check
 	ReclaimDead atomic.Int64 // rows reclaimed from dead holders
 	ReclaimTTL  atomic.Int64 // rows reclaimed by the opt-in TTL policy
-	DeadWaiters atomic.Int64 // waiters skipped at a committed hand-off because they died or gave up
-	Breaks      atomic.Int64 // administrative breaks
-	Abandoned   atomic.Int64 // waits ended by their context (cancelled or past its deadline)
-	waitBuckets [len(waitBounds) + 1]atomic.Int64
+	// ReclaimUnknown counts rows reclaimed from holders the OS would not
+	// tell about, once their heartbeat was older than their TTL.
+	ReclaimUnknown atomic.Int64
+	DeadWaiters    atomic.Int64 // waiters skipped at a committed hand-off because they died or gave up
+	Breaks         atomic.Int64 // administrative breaks
+	Abandoned      atomic.Int64 // waits ended by their context (cancelled or past its deadline)
+	waitBuckets    [len(waitBounds) + 1]atomic.Int64
 }
 
 // waitBounds are the upper bounds of the wait-time histogram (Stats.Waits
@@ -40,9 +43,12 @@ func (s *counters) observeWait(d time.Duration) {
 }
 
 func (s *counters) reclaimed(why string) {
-	if why == "ttl" {
+	switch why {
+	case "ttl":
 		s.ReclaimTTL.Add(1)
-	} else {
+	case "unknown":
+		s.ReclaimUnknown.Add(1)
+	default:
 		s.ReclaimDead.Add(1)
 	}
 }
@@ -60,8 +66,12 @@ type Stats struct {
 	Fenced      int64 // commits refused by the fencing check
 	ReclaimDead int64 // rows reclaimed from dead holders
 	ReclaimTTL  int64 // rows reclaimed by the opt-in TTL policy
-	DeadWaiters int64 // waiters skipped at a committed hand-off because they died or gave up
-	Breaks      int64 // administrative breaks
+	// ReclaimUnknown counts rows reclaimed from holders whose liveness the
+	// OS would not tell (hidden, access denied), once their heartbeat was
+	// older than their TTL.
+	ReclaimUnknown int64
+	DeadWaiters    int64 // waiters skipped at a committed hand-off because they died or gave up
+	Breaks         int64 // administrative breaks
 	// Abandoned counts the waits for a grant that ended because their
 	// context did (cancelled or past its deadline); each is logged at debug
 	// level, "cleolease: wait ended by its context", with the path, scope,
@@ -81,7 +91,7 @@ func (e *Engine) Stats() Stats {
 		Handoffs: s.Handoffs.Load(), Degraded: s.Degraded.Load(), Unavailable: s.Unavailable.Load(),
 		Lost: s.Lost.Load(), Fenced: s.Fenced.Load(), ReclaimDead: s.ReclaimDead.Load(),
 		ReclaimTTL: s.ReclaimTTL.Load(), DeadWaiters: s.DeadWaiters.Load(), Breaks: s.Breaks.Load(),
-		Abandoned: s.Abandoned.Load(),
+		Abandoned: s.Abandoned.Load(), ReclaimUnknown: s.ReclaimUnknown.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()

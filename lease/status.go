@@ -15,7 +15,8 @@ type HolderStatus struct {
 	ID        string        `json:"id"` // its holder id (holder_id)
 	PID       int64         `json:"pid"`
 	Alive     bool          `json:"alive"`
-	Why       string        `json:"why"`              // the evidence behind Alive
+	Liveness  string        `json:"liveness"`         // "alive", "dead" or "unknown" (the OS would not tell: reclaimed once the heartbeat is older than the TTL)
+	Why       string        `json:"why"`              // the evidence behind Alive and Liveness
 	Epoch     int64         `json:"epoch"`            // the fencing token of its grant
 	HeldFor   time.Duration `json:"held_for_ns"`      // since it was granted the lane
 	Heartbeat time.Duration `json:"heartbeat_age_ns"` // since its last heartbeat
@@ -36,10 +37,11 @@ type WaiterStatus struct {
 	// Place is its place in grant order, 1 for the next to be served,
 	// when every waiting process is listed; 0 when some are not named
 	// (LaneStatus.Unnamed), so the order is not fully known.
-	Place  int    `json:"place,omitempty"`
-	Source string `json:"source"` // "queue" or "holder"
-	Alive  bool   `json:"alive"`
-	Why    string `json:"why"`
+	Place    int    `json:"place,omitempty"`
+	Source   string `json:"source"` // "queue" or "holder"
+	Alive    bool   `json:"alive"`
+	Liveness string `json:"liveness"` // "alive", "dead" or "unknown"
+	Why      string `json:"why"`
 }
 
 // LaneStatus is one (scope, lane): its holder (nil when free), the highest
@@ -80,7 +82,7 @@ func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 		if e.opts.MemoryOnly {
 			return nil, ""
 		}
-		return askHolders(e.path, platform.FileID{Dev: e.dev, Ino: e.ino}, qs, holderAnswerWait)
+		return askHolders(e.base, platform.FileID{Dev: e.dev, Ino: e.ino}, qs, holderAnswerWait)
 	}
 	err := e.retryBusy(ctx, func() (err error) {
 		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks, ask)
@@ -153,9 +155,9 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 				return nil, err
 			}
 			v := probe(r.h)
-			st.Holder = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch,
+			st.Holder = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive(), Liveness: v.state.String(), Why: v.reason, Epoch: r.epoch,
 				HeldFor: ms(now - acquired), Heartbeat: ms(now - r.heartbeat), TTL: ms(r.ttl), Depth: depth}
-			if v.alive && st.Waiting != 0 {
+			if !v.dead() && st.Waiting != 0 {
 				qs = append(qs, holderQuery{id: r.h.ID, scope: x.scope, lane: x.lane})
 			}
 		}
@@ -195,7 +197,7 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 		order(ws, now)
 		named := 0
 		for _, w := range ws {
-			v := verdict{true, "another implementation's waiter"}
+			v := aliveBecause("another implementation's waiter")
 			if !w.foreign {
 				v = probe(w.h)
 			}
@@ -203,12 +205,12 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 			if !w.row {
 				src = "holder"
 			}
-			if v.alive && !w.foreign {
+			if v.alive() && !w.foreign {
 				named++
 			}
 			st.Waiters = append(st.Waiters, WaiterStatus{Ticket: w.ticket, ID: w.h.ID, PID: w.h.PID,
 				Priority: w.priority, Since: time.UnixMilli(w.enqueued), Waited: ms(now - w.enqueued),
-				Source: src, Alive: v.alive, Why: v.reason})
+				Source: src, Alive: v.alive(), Liveness: v.state.String(), Why: v.reason})
 		}
 		if st.Waiting > named {
 			st.Unnamed = st.Waiting - named
@@ -224,7 +226,7 @@ func readStatus(ctx context.Context, db *sql.DB, probe func(holder) verdict, clo
 			st.Note = a.why
 		case st.Holder == nil:
 			st.Note = "the lane has no holder to ask; its waiters write their queue rows at their next look"
-		case !st.Holder.Alive:
+		case st.Holder.Liveness == "dead":
 			st.Note = "the holder is dead; its waiters write their queue rows when they reclaim the lane"
 		default:
 			st.Note = "not registered with the holder (yet): they appear once they register or write their queue rows"
@@ -261,11 +263,11 @@ func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64,
 			return err
 		}
 		v := e.probe(r.h)
-		out = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive, Why: v.reason, Epoch: r.epoch}
+		out = &HolderStatus{ID: r.h.ID, PID: r.h.PID, Alive: v.alive(), Liveness: v.state.String(), Why: v.reason, Epoch: r.epoch}
 		if epoch != 0 && r.epoch != epoch {
 			return e.errf("break", scope, lane, ErrEpochChanged, fmt.Sprintf("epoch %d is active, not %d", r.epoch, epoch))
 		}
-		if v.alive && !force {
+		if v.alive() && !force {
 			le := e.errf("break", scope, lane, ErrHolderAlive, v.reason+"; use force to break it anyway")
 			le.Holder = r.h.ID
 			return le

@@ -20,6 +20,7 @@ func newBreakCmd() *cobra.Command {
 		force       bool
 		timeout     time.Duration
 		epoch       int64
+		sidecarDir  string
 	)
 	cmd := &cobra.Command{
 		Use:   "break DB --scope S --lane L [--epoch N] [--force]",
@@ -58,7 +59,7 @@ ending that process (kill it) frees the database.`,
 			if cmd.Flags().Changed("epoch") && epoch <= 0 {
 				return usagef("--epoch must be positive")
 			}
-			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], scope, lane, epoch, force, timeout)
+			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDir, scope, lane, epoch, force, timeout)
 		}),
 	}
 	f := cmd.Flags()
@@ -66,13 +67,14 @@ ending that process (kill it) frees the database.`,
 	f.StringVar(&lane, "lane", "", "lane to release (required)")
 	f.BoolVar(&force, "force", false, "break even a holder that looks alive (see 'cleolease status')")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for SQLite's write lock")
+	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir)")
 	f.Int64Var(&epoch, "epoch", 0, "break only if this epoch (from 'cleolease status') is still the active one")
 	return cmd
 }
 
 // runBreak breaks (scope, lane) of path. want is the epoch to break (0:
 // the one active when the command starts, if any).
-func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want int64, force bool, timeout time.Duration) error {
+func runBreak(ctx context.Context, w io.Writer, path, sidecarDir, scope, lane string, want int64, force bool, timeout time.Duration) error {
 	// Check read-only first: lease.Open would create the lease tables in a
 	// database that has none.
 	var holderPID int64
@@ -81,7 +83,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want i
 		if err := requireLeaseTables(ctx, db, path); err != nil {
 			return err
 		}
-		lanes, err := inspectDB(ctx, db, path, time.Now())
+		lanes, err := inspectDB(ctx, db, path, sidecarDir, time.Now())
 		if err != nil {
 			return sqliteFailure(path, err)
 		}
@@ -110,7 +112,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want i
 		return nil
 	case seen != nil:
 		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s/%s: holder %s pid %d at epoch %d", scope, lane, seen.ID, seen.PID, seen.Epoch)))
-		fmt.Fprintln(w, wrap("  ", "  ", aliveText(seen.Alive, seen.Why)))
+		fmt.Fprintln(w, wrap("  ", "  ", aliveText(seen.Alive, seen.Liveness, seen.Why)))
 		if !explicit {
 			want = seen.Epoch // never break a holder that takes the lane from now on
 		}
@@ -132,7 +134,7 @@ func runBreak(ctx context.Context, w io.Writer, path, scope, lane string, want i
 	}
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	e, err := lease.Open(bctx, lease.Options{Path: path, DSN: dsn})
+	e, err := lease.Open(bctx, lease.Options{Path: path, DSN: dsn, SidecarDir: sidecarDir})
 	if err == nil {
 		defer e.Close()
 	}

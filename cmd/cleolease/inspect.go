@@ -11,9 +11,10 @@ import (
 
 // inspectDB returns every (scope, lane) of the file in the shape of
 // lease.Engine.Status, read through db (opened read-only by the caller)
-// and judged by a read-only probe of the sidecar next to path.
-func inspectDB(ctx context.Context, db *sql.DB, path string, now time.Time) ([]lease.LaneStatus, error) {
-	return lease.InspectDB(ctx, db, path, fixedClock(now))
+// and judged by a read-only probe of the sidecar next to path (or in
+// sidecarDir, the processes' _lease_sidecar_dir, when not empty).
+func inspectDB(ctx context.Context, db *sql.DB, path, sidecarDir string, now time.Time) ([]lease.LaneStatus, error) {
+	return lease.InspectDB(ctx, db, path, sidecarDir, fixedClock(now))
 }
 
 // fixedClock reads the same instant every time, so one report has one "now".

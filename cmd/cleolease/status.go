@@ -31,9 +31,10 @@ type statusReport struct {
 
 func newStatusCmd() *cobra.Command {
 	var (
-		asJSON bool
-		watch  time.Duration
-		table  string
+		asJSON     bool
+		watch      time.Duration
+		table      string
+		sidecarDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "status DB",
@@ -70,12 +71,15 @@ reason.
                   none is recorded); dirty
   lanes[]         scope, lane; epoch (the highest issued: the fencing token
                   of the latest grant)
-    holder        absent when the lane is free: id, pid, alive, why (the
-                  evidence), epoch, held_for_ns, heartbeat_age_ns, ttl_ns, depth
+    holder        absent when the lane is free: id, pid, alive, liveness
+                  ("alive", "dead" or "unknown": the OS would not tell), why
+                  (the evidence), epoch, held_for_ns, heartbeat_age_ns, ttl_ns,
+                  depth
     waiters[]     in grant order: ticket (0: registered with the holder, no
                   queue row yet), id, pid, priority (lower is served first),
                   since, waited_ns, place (1 is served next; absent while some
-                  waiters are unnamed), source ("queue" or "holder"), alive, why
+                  waiters are unnamed), source ("queue" or "holder"), alive,
+                  liveness, why
     waiting       how many processes wait, named or not: the text's "waiting"
                   (dead processes' queue rows are listed in waiters, not
                   counted); -1 where the platform keeps no liveness locks
@@ -94,7 +98,7 @@ reason.
 			if !migrate.ValidTableName(table) {
 				return usagef("--table %q is not a plain SQL identifier", table)
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], table, asJSON, watch)
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDir, table, asJSON, watch)
 		}),
 	}
 	f := cmd.Flags()
@@ -102,10 +106,11 @@ reason.
 	f.DurationVar(&watch, "watch", 0, "refresh every interval until interrupted (alone: every 1s)")
 	f.Lookup("watch").NoOptDefVal = "1s"
 	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
+	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir)")
 	return cmd
 }
 
-func runStatus(ctx context.Context, w io.Writer, path, table string, asJSON bool, watch time.Duration) error {
+func runStatus(ctx context.Context, w io.Writer, path, sidecarDir, table string, asJSON bool, watch time.Duration) error {
 	clear := watch > 0 && !asJSON && isTerminal(w)
 	for {
 		rep := statusReport{Path: path}
@@ -126,7 +131,7 @@ func runStatus(ctx context.Context, w io.Writer, path, table string, asJSON bool
 				rep.Lanes, rep.Reason = []lease.LaneStatus{}, noLeaseTables
 				return nil
 			}
-			if rep.Lanes, err = inspectDB(ctx, db, path, rep.At); err != nil {
+			if rep.Lanes, err = inspectDB(ctx, db, path, sidecarDir, rep.At); err != nil {
 				return sqliteFailure(path, err)
 			}
 			if rep.Lanes == nil {
@@ -170,9 +175,12 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func aliveText(alive bool, why string) string {
-	if alive {
+func aliveText(alive bool, liveness, why string) string {
+	switch {
+	case alive:
 		return "alive (" + why + ")"
+	case liveness == "unknown":
+		return "alive or dead: UNKNOWN (" + why + ")"
 	}
 	return "DEAD (" + why + ")"
 }
@@ -198,7 +206,7 @@ func printStatus(w io.Writer, rep statusReport) {
 		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("lane %s/%s, epoch %d", l.Scope, l.Lane, l.Epoch)))
 		if h := l.Holder; h != nil {
 			field("holder", fmt.Sprintf("%s pid %d", h.ID, h.PID))
-			fmt.Fprintln(w, wrap(more, more, aliveText(h.Alive, h.Why)))
+			fmt.Fprintln(w, wrap(more, more, aliveText(h.Alive, h.Liveness, h.Why)))
 			hb := fmtAge(h.Heartbeat) + " ago"
 			if h.TTL > 0 {
 				hb += fmt.Sprintf(" (ttl %s)", fmtAge(h.TTL))
@@ -230,7 +238,7 @@ func printStatus(w io.Writer, rep statusReport) {
 				if x.Source != "holder" {
 					via = fmt.Sprintf("ticket %d (queue row)", x.Ticket)
 				}
-				fmt.Fprintln(w, wrap("        ", "        ", fmt.Sprintf("waiting %s, %s, %s", fmtAge(x.Waited), via, aliveText(x.Alive, x.Why))))
+				fmt.Fprintln(w, wrap("        ", "        ", fmt.Sprintf("waiting %s, %s, %s", fmtAge(x.Waited), via, aliveText(x.Alive, x.Liveness, x.Why))))
 			}
 		}
 		if l.Note != "" {

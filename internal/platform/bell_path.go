@@ -3,11 +3,12 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // MaxPathDatagram caps the portable tier's datagrams at macOS's default
@@ -21,24 +22,23 @@ const maxSunPath = 103
 // ListenBell binds this process's doorbell on the database file: a Unix
 // datagram socket bound to a path, "s-<slot>" in the lock directory
 // (LocksDir), or — when that path would not fit sockaddr_un's 104 bytes —
-// in a directory of this user's own under /tmp named after the file's
-// device and inode. Only this user can reach the latter; the former is
-// guarded by the lock directory's permissions (those of the database).
+// in sharedBellDir, a directory named after the file's device and inode
+// that the processes of every user who opens the file share. The socket
+// file is made writable by everyone (connecting or sending to a socket
+// file needs write permission on it), so that processes of different
+// users sharing the database reach each other: the lock directory's
+// permissions (those of the database) guard the former, and the latter is
+// open to every local user. The doorbell is only a hint (a wake-up, a
+// registration that a holder checks against the liveness locks and the
+// database before acting on it), never trusted for exclusion: a forged or
+// lost datagram can cost a waiter a look at the database, or leave it to
+// its fallback poll, never a write without the lease.
 func ListenBell(dbPath, holderID string, file FileID) (Bell, error) {
 	dir := LocksDir(dbPath)
 	if len(dir)+len("/s-")+12 > maxSunPath {
-		base := fmt.Sprintf("/tmp/cleolease-%d", os.Getuid())
-		dir = fmt.Sprintf("%s/%x-%x", base, file.Dev, file.Ino)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		var err error
+		if dir, err = sharedBellDir(bellRoot, file); err != nil {
 			return nil, err
-		}
-		// /tmp is shared: use the directory only if it is this user's own.
-		fi, err := os.Lstat(base)
-		if err != nil {
-			return nil, err
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.IsDir() || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-			return nil, ErrUnsupported
 		}
 	}
 	addr := func(id string) string { return filepath.Join(dir, "s-"+hex(SlotFor(id))) }
@@ -54,8 +54,47 @@ func ListenBell(dbPath, holderID string, file FileID) (Bell, error) {
 			return nil, err
 		}
 	}
+	// Bound with the umask's mode: open it to the other users of the file.
+	if err := os.Chmod(name, 0o666); err != nil {
+		b.Close()
+		return nil, err
+	}
 	b.addr = addr
 	return b, nil
+}
+
+// bellRoot is where sharedBellDir makes its directories.
+const bellRoot = "/tmp/cleolease-bells"
+
+// sharedBellDir returns (creating it if needed) root/<dev>-<ino>, the
+// doorbell directory of the database file whose identity is file, shared
+// by every user who opens the file. Both directories are like /tmp:
+// writable by everyone, with the sticky bit, so that a user can remove
+// only the sockets it owns. A directory that is a symlink, or lacks the
+// sticky bit or everyone's write permission (made by someone else, or
+// not by this code), is refused with ErrUnsupported: the process's waiters
+// then poll.
+func sharedBellDir(root string, file FileID) (string, error) {
+	dir := fmt.Sprintf("%s/%x-%x", root, file.Dev, file.Ino)
+	for _, d := range []string{root, dir} {
+		if err := os.Mkdir(d, 0o700); err == nil {
+			// Mkdir applies the umask; the mode is set after, while only
+			// this user can use the directory.
+			if err := os.Chmod(d, os.ModeSticky|0o777); err != nil {
+				return "", err
+			}
+		} else if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return "", err
+		}
+		if !fi.IsDir() || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm()&0o777 != 0o777 {
+			return "", ErrUnsupported
+		}
+	}
+	return dir, nil
 }
 
 func setPassCred(c *net.UnixConn) int    { return 0 }

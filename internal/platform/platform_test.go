@@ -194,7 +194,7 @@ func TestIdentity(t *testing.T) {
 }
 
 // A database path too long for sun_path (104 bytes on macOS and the
-// BSDs) still gets a doorbell, in a directory of this user's own.
+// BSDs) still gets a doorbell, in the shared directory (sharedBellDir).
 func TestBellLongPath(t *testing.T) {
 	if PollWake || !Portable {
 		t.Skip("the portable tier's path-bound sockets only (not Linux's default tier, not Windows)")

@@ -4,6 +4,7 @@ package platform
 
 import (
 	"errors"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +27,31 @@ func PIDNamespace() string { return "-" }
 // (compareStart), so a reused pid is not taken for its dead holder.
 func StartTime(pid int64) string {
 	return kernelStartTime(pid)
+}
+
+// LookupProcess reports whether process pid runs and its start time
+// (StartTime; "" when unknown). kill(pid, 0) decides, with the holder's
+// recorded effective uid (uid, "" when the row has none) telling whether
+// its ESRCH proves an exit: see killState and bsdSeesAll.
+func LookupProcess(pid int64, uid string) (ProcState, string) {
+	s := killState(unix.Kill(int(pid), 0), bsdSeesAll(uid, UID(), jailed()))
+	if s != ProcAlive {
+		return s, ""
+	}
+	return s, StartTime(pid)
+}
+
+// jailed reports whether this process runs in a FreeBSD jail
+// (security.jail.jailed), or may (the sysctl cannot be read: OpenBSD and
+// NetBSD have no such sysctl and no jails, but their ESRCH then stays
+// unknown unless the uids match, which jailed would not change — so a
+// failed read is taken as jailed only on FreeBSD and DragonFly).
+func jailed() bool {
+	v, err := unix.SysctlUint32("security.jail.jailed")
+	if err != nil {
+		return runtime.GOOS == "freebsd" || runtime.GOOS == "dragonfly"
+	}
+	return v != 0
 }
 
 // Exists reports whether a process with this pid exists.

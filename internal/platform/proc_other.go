@@ -18,3 +18,6 @@ func StartTime(pid int64) string { return "?" }
 
 // Exists reports true: unknown here, so never judged dead.
 func Exists(pid int64) bool { return true }
+
+// LookupProcess reports ProcUnknown: this platform cannot tell.
+func LookupProcess(pid int64, uid string) (ProcState, string) { return ProcUnknown, "" }

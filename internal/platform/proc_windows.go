@@ -37,6 +37,28 @@ func StartTime(pid int64) string {
 	return strconv.FormatInt(created.Nanoseconds()/100, 10)
 }
 
+// LookupProcess reports whether process pid runs and, when it does, its
+// creation time ("" when unreadable): see windowsState. uid is the
+// holder's recorded uid (unused: Windows records "-").
+func LookupProcess(pid int64, uid string) (ProcState, string) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return windowsState(err, nil, 0), ""
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	codeErr := windows.GetExitCodeProcess(h, &code)
+	s := windowsState(nil, codeErr, code)
+	if s != ProcAlive {
+		return s, ""
+	}
+	var created, exited, kernel, user windows.Filetime
+	if windows.GetProcessTimes(h, &created, &exited, &kernel, &user) != nil {
+		return s, ""
+	}
+	return s, strconv.FormatInt(created.Nanoseconds()/100, 10)
+}
+
 // Exists reports whether a process with this pid exists (and has not
 // exited).
 func Exists(pid int64) bool { return StartTime(pid) != "" }
