@@ -74,9 +74,9 @@
 // Linger to an explicit zero, start from NewConfig. A bad field is a
 // *ConfigError naming it.
 //
-// Warnings (a degraded grant, a FUSE or allowed network filesystem) go to
-// Config.Logger, else to slog.Default(); _lease_quiet=true (Config.Quiet)
-// or a discarding Config.Logger silences them.
+// Warnings (a degraded grant, a FUSE or allowed network filesystem, pending
+// migrations on a read-only file) go to Config.Logger, else to slog.Default();
+// _lease_quiet=true (Config.Quiet) or a discarding Config.Logger silences them.
 //
 // # Which writes take the lease
 //
@@ -118,7 +118,8 @@
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
 // ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
-// *ConfigError and *LeaseError, for errors.Is and errors.As.
+// *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
+// ErrMigrationDirty), for errors.Is and errors.As.
 //
 // # Differences from go-sqlite3
 //
