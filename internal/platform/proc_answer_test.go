@@ -63,6 +63,6 @@ func TestLookupProcess(t *testing.T) {
 		t.Fatalf("this process: %v %q, want alive %q", s, st, StartTime(pid))
 	}
 	if s, _ := LookupProcess(MaxPID+1, UID()); s == ProcAlive {
-		t.Fatalf("pid %d beyond MaxPID: %v", MaxPID+1, s)
+		t.Fatalf("pid %d beyond MaxPID: %v", int64(MaxPID)+1, s)
 	}
 }
