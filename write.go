@@ -177,23 +177,52 @@ func (lc *leaseConn) rollback() {
 // commitFenced checks the lease inside the transaction (f: nil without a
 // lease), then commits; a lost lease rolls back and returns the typed
 // error. SQLite's own errors come back unchanged.
+//
+// When this commit ends the hold's turn and another process waits, the
+// next holder's grant is written in the same transaction, just before
+// COMMIT (lease.Fencing.Pass), unless user callbacks may see it (see
+// passInCommit); a COMMIT that fails rolls it back with the data, and the
+// Pass reads the row again before the hold is released.
 func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 	ctx := context.Background()
+	var pass *lease.Pass
 	if f != nil {
-		if err := f.Check(ctx, fenceQuerier{lc}, !lc.SQLiteConn.AutoCommit()); err != nil {
+		open := !lc.SQLiteConn.AutoCommit()
+		if err := f.Check(ctx, fenceQuerier{lc}, open); err != nil {
 			lc.rollback()
 			return err
+		}
+		if open && lc.c.passInCommit() {
+			p, err := f.Pass(ctx, fenceQuerier{lc})
+			if err != nil {
+				lc.rollback()
+				return err
+			}
+			pass = p
 		}
 	}
 	if _, err := lc.SQLiteConn.ExecContext(ctx, "COMMIT", nil); err != nil {
 		lc.rollback()
+		if pass != nil {
+			pass.Failed()
+		}
 		return err
+	}
+	if pass != nil {
+		pass.Committed()
 	}
 	if f != nil {
 		f.Committed()
 	}
 	return nil
 }
+
+// passInCommit reports whether the connector's connections may carry the
+// next holder's grant in their transactions: not when its base driver has
+// a ConnectHook, which may register callbacks (an update hook, an
+// authorizer, a trace) that must never see the lease rows; there the hold
+// hands off on the engine's own connection, whose callbacks are cleared.
+func (c *Connector) passInCommit() bool { return c.base.ConnectHook == nil }
 
 // fenceQuerier serves the fencing checks from statements prepared once
 // per connection: they send the same few query texts for every hold of an

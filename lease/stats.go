@@ -12,6 +12,12 @@ type counters struct {
 	FastGrants  atomic.Int64 // grants served from a row this process still held (no SQLite write)
 	Claims      atomic.Int64 // claim transactions that made this process the holder
 	Handoffs    atomic.Int64 // lanes this process handed directly to a waiter
+	// PassedInCommit counts the hand-offs written inside the holder's last
+	// data transaction (Pass), a part of Handoffs.
+	PassedInCommit atomic.Int64
+	// LeaseWrites counts the write transactions the engine committed on its
+	// own connection (claims, hand-offs, queue rows, heartbeats, releases).
+	LeaseWrites atomic.Int64
 	Degraded    atomic.Int64 // degraded grants (mode local, wait bound reached)
 	Unavailable atomic.Int64 // ErrUnavailable returned (mode require)
 	Lost        atomic.Int64 // grants found lost (heartbeat, check, fence, release)
@@ -60,6 +66,14 @@ type Stats struct {
 	FastGrants  int64 // grants served from a row this process still held (no SQLite write)
 	Claims      int64 // claim transactions that made this process the holder
 	Handoffs    int64 // lanes this process handed directly to a waiter
+	// PassedInCommit counts the hand-offs written inside the holder's last
+	// data transaction, with the data (no transaction of their own): a
+	// part of Handoffs.
+	PassedInCommit int64
+	// LeaseWrites counts the write transactions the engine committed on its
+	// own connection: claims, hand-offs, queue rows, heartbeats, releases
+	// (each a replicated transaction on LiteFS).
+	LeaseWrites int64
 	Degraded    int64 // degraded grants (mode local, wait bound reached)
 	Unavailable int64 // ErrUnavailable returned (mode require)
 	Lost        int64 // grants found lost (heartbeat, check, fence, release)
@@ -92,6 +106,7 @@ func (e *Engine) Stats() Stats {
 		Lost: s.Lost.Load(), Fenced: s.Fenced.Load(), ReclaimDead: s.ReclaimDead.Load(),
 		ReclaimTTL: s.ReclaimTTL.Load(), DeadWaiters: s.DeadWaiters.Load(), Breaks: s.Breaks.Load(),
 		Abandoned: s.Abandoned.Load(), ReclaimUnknown: s.ReclaimUnknown.Load(),
+		PassedInCommit: s.PassedInCommit.Load(), LeaseWrites: s.LeaseWrites.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()
