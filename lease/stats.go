@@ -8,10 +8,10 @@ import (
 // counters are the engine's counters since it opened, safe for concurrent
 // use; Engine.Stats copies them.
 type counters struct {
-	Grants      atomic.Int64 // holds granted (first acquisitions, not re-entries)
-	FastGrants  atomic.Int64 // grants served from a row this process still held (no SQLite write)
-	Claims      atomic.Int64 // claim transactions that made this process the holder
-	Handoffs    atomic.Int64 // lanes this process handed directly to a waiter
+	Grants     atomic.Int64 // holds granted (first acquisitions, not re-entries)
+	FastGrants atomic.Int64 // grants served from a row this process still held (no SQLite write)
+	Claims     atomic.Int64 // claim transactions that made this process the holder
+	Handoffs   atomic.Int64 // lanes this process handed directly to a waiter
 	// PassedInCommit counts the hand-offs written inside the holder's last
 	// data transaction (Pass), a part of Handoffs.
 	PassedInCommit atomic.Int64
@@ -62,10 +62,10 @@ func (s *counters) reclaimed(why string) {
 // Stats is a copy of an engine's counters since it opened (Engine.Stats),
 // each a count of events in this process:
 type Stats struct {
-	Grants      int64 // holds granted (first acquisitions, not re-entries)
-	FastGrants  int64 // grants served from a row this process still held (no SQLite write)
-	Claims      int64 // claim transactions that made this process the holder
-	Handoffs    int64 // lanes this process handed directly to a waiter
+	Grants     int64 // holds granted (first acquisitions, not re-entries)
+	FastGrants int64 // grants served from a row this process still held (no SQLite write)
+	Claims     int64 // claim transactions that made this process the holder
+	Handoffs   int64 // lanes this process handed directly to a waiter
 	// PassedInCommit counts the hand-offs written inside the holder's last
 	// data transaction, with the data (no transaction of their own): a
 	// part of Handoffs.
