@@ -44,8 +44,12 @@ func (w *leasedWrite) release() { w.once.Do(func() { releaseHold(w.h) }) }
 // is taken again before any of the caller's statements runs: nothing was
 // written under it, so the caller sees only the wait.
 func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (*leasedWrite, error) {
+	var confirm lease.Confirmer
+	if tx || k.fenceable {
+		confirm = confirmConn{lc}
+	}
 	for attempt := 0; ; attempt++ {
-		h, err := lc.c.acquire(ctx)
+		h, err := lc.c.acquire(ctx, confirm)
 		if err != nil {
 			return nil, err
 		}
@@ -53,9 +57,11 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (*leasedW
 		if !w.fenced {
 			return w, nil
 		}
-		if err := lc.beginImmediate(ctx, h); err != nil {
-			releaseHold(h)
-			return nil, err
+		if h == nil || !h.Begun() {
+			if err := lc.beginImmediate(ctx, h != nil && h.Claimed()); err != nil {
+				releaseHold(h)
+				return nil, err
+			}
 		}
 		if h == nil {
 			return w, nil
@@ -115,14 +121,16 @@ func (w *leasedWrite) abort() error {
 }
 
 // beginImmediate starts the driver's write transaction once the lease is
-// held. The only competitors for SQLite's write lock are then other lanes
+// held; contended says that this process had to claim the lane (or is
+// being granted it), so other processes may still be finishing with
+// SQLite's write lock. The only competitors for SQLite's write lock are then other lanes
 // and short lease bookkeeping, so instead of SQLite's busy handler (which
 // sleeps at least 1 ms per retry) it retries in Go with a back-off from
 // 10µs to 500µs, for as long as the connection's busy_timeout allows,
 // honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
-func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
+func (lc *leaseConn) beginImmediate(ctx context.Context, contended bool) error {
 	bg := context.WithoutCancel(ctx)
-	if h == nil || !h.Claimed() {
+	if !contended {
 		// This process kept the lane (or took no lease): nobody else is
 		// expected to want the write lock, and SQLite's busy handler is
 		// the cheaper path.
@@ -163,6 +171,24 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
 		}
 	}
 }
+
+// confirmConn is the connection a waiter told of its grant opens its
+// write transaction on, to confirm the grant inside it before the caller's
+// statements run (lease.Confirmer).
+type confirmConn struct{ lc *leaseConn }
+
+// BeginImmediate opens the write transaction as startWrite would after a
+// claim.
+func (c confirmConn) BeginImmediate(ctx context.Context) error { return c.lc.beginImmediate(ctx, true) }
+
+// QueryContext reads inside that transaction (the statements prepared
+// once per connection, see fenceQuerier).
+func (c confirmConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return fenceQuerier{c.lc}.QueryContext(ctx, query, args)
+}
+
+// Rollback ends that transaction.
+func (c confirmConn) Rollback() { c.lc.rollback() }
 
 // isBusy reports SQLite's SQLITE_BUSY or SQLITE_LOCKED.
 func isBusy(err error) bool { return busy.Is(err) }

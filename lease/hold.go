@@ -20,6 +20,7 @@ type Hold struct {
 	root     *Hold  // nil for a first acquisition
 	gateHeld bool
 	claimed  bool // this acquisition claimed the row (vs. reusing a lingering one)
+	begun    bool // Acquire opened the caller's transaction and confirmed the grant in it (Begun)
 	released atomic.Bool
 }
 
@@ -48,6 +49,12 @@ func (h *Hold) Degraded() bool { return h.g == nil }
 // to reusing a row this process still held. Callers use it to expect
 // competition for SQLite's write lock.
 func (h *Hold) Claimed() bool { return h.claimed }
+
+// Begun reports that Acquire opened the caller's write transaction on
+// AcquireOptions.Confirm (BEGIN IMMEDIATE) and confirmed the grant inside
+// it: the transaction is open, and the caller must not begin another. Its
+// FenceBegin then passes without reading the row again.
+func (h *Hold) Begun() bool { return h.begun }
 
 // Reentrant reports whether this Hold re-entered an outer one (WithHold)
 // rather than acquiring the lane itself.
@@ -151,7 +158,10 @@ type Fencing struct {
 // Check with it).
 func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fencing, lost bool, err error) {
 	f = &Fencing{h: h}
-	if h.g == nil || h.l.e.opts.MemoryOnly {
+	if h.g == nil || h.l.e.opts.MemoryOnly || h.begun {
+		// (Begun: confirmed in this very transaction, under its write
+		// lock, by Acquire.)
+		h.begun = false
 		f.begun = true
 		return f, false, nil
 	}

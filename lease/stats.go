@@ -18,12 +18,16 @@ type counters struct {
 	// LeaseWrites counts the write transactions the engine committed on its
 	// own connection (claims, hand-offs, queue rows, heartbeats, releases).
 	LeaseWrites atomic.Int64
-	Degraded    atomic.Int64 // degraded grants (mode local, wait bound reached)
-	Unavailable atomic.Int64 // ErrUnavailable returned (mode require)
-	Lost        atomic.Int64 // grants found lost (heartbeat, check, fence, release)
-	Fenced      atomic.Int64 // commits refused by the fencing check
-	ReclaimDead atomic.Int64 // rows reclaimed from dead holders
-	ReclaimTTL  atomic.Int64 // rows reclaimed by the opt-in TTL policy
+	// Confirmed counts grants a waiter confirmed inside the caller's
+	// transaction on a grant datagram (Confirmer); HintsRefused the grant
+	// datagrams the row did not confirm there.
+	Confirmed, HintsRefused atomic.Int64
+	Degraded                atomic.Int64 // degraded grants (mode local, wait bound reached)
+	Unavailable             atomic.Int64 // ErrUnavailable returned (mode require)
+	Lost                    atomic.Int64 // grants found lost (heartbeat, check, fence, release)
+	Fenced                  atomic.Int64 // commits refused by the fencing check
+	ReclaimDead             atomic.Int64 // rows reclaimed from dead holders
+	ReclaimTTL              atomic.Int64 // rows reclaimed by the opt-in TTL policy
 	// ReclaimUnknown counts rows reclaimed from holders the OS would not
 	// tell about, once their heartbeat was older than their TTL.
 	ReclaimUnknown atomic.Int64
@@ -74,12 +78,18 @@ type Stats struct {
 	// own connection: claims, hand-offs, queue rows, heartbeats, releases
 	// (each a replicated transaction on LiteFS).
 	LeaseWrites int64
-	Degraded    int64 // degraded grants (mode local, wait bound reached)
-	Unavailable int64 // ErrUnavailable returned (mode require)
-	Lost        int64 // grants found lost (heartbeat, check, fence, release)
-	Fenced      int64 // commits refused by the fencing check
-	ReclaimDead int64 // rows reclaimed from dead holders
-	ReclaimTTL  int64 // rows reclaimed by the opt-in TTL policy
+	// Confirmed counts grants a waiter confirmed inside the caller's own
+	// write transaction, right after its BEGIN IMMEDIATE, on the grant's
+	// datagram (AcquireOptions.Confirm); HintsRefused counts grant
+	// datagrams the row did not confirm there (forged, stale or early: the
+	// waiter rolled back and went on waiting).
+	Confirmed, HintsRefused int64
+	Degraded                int64 // degraded grants (mode local, wait bound reached)
+	Unavailable             int64 // ErrUnavailable returned (mode require)
+	Lost                    int64 // grants found lost (heartbeat, check, fence, release)
+	Fenced                  int64 // commits refused by the fencing check
+	ReclaimDead             int64 // rows reclaimed from dead holders
+	ReclaimTTL              int64 // rows reclaimed by the opt-in TTL policy
 	// ReclaimUnknown counts rows reclaimed from holders whose liveness the
 	// OS would not tell (hidden, access denied), once their heartbeat was
 	// older than their TTL.
@@ -107,6 +117,7 @@ func (e *Engine) Stats() Stats {
 		ReclaimTTL: s.ReclaimTTL.Load(), DeadWaiters: s.DeadWaiters.Load(), Breaks: s.Breaks.Load(),
 		Abandoned: s.Abandoned.Load(), ReclaimUnknown: s.ReclaimUnknown.Load(),
 		PassedInCommit: s.PassedInCommit.Load(), LeaseWrites: s.LeaseWrites.Load(),
+		Confirmed: s.Confirmed.Load(), HintsRefused: s.HintsRefused.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()
