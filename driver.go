@@ -94,7 +94,7 @@ type Connector struct {
 	remoteHolders bool
 	// liteFS: the database is on a LiteFS mount (sidecardir.go).
 	liteFS bool
-	fsErr         error // its decision: nil or a *NetworkFSError
+	fsErr  error // its decision: nil or a *NetworkFSError
 	// pendingChecked: a read-only connection looked for pending
 	// migrations (warnPendingReadOnly).
 	pendingChecked bool
