@@ -1,4 +1,4 @@
-//go:build cleolease_pollwake || !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build cleolease_pollwake || !(linux || darwin || freebsd || netbsd || openbsd || dragonfly || windows)
 
 package platform
 
