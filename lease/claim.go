@@ -369,7 +369,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 }
 
 // pollWakeMin is the first fallback period of a waiter without a
-// doorbell (the build tag cleolease_pollwake, Windows): it doubles at each
+// doorbell (the build tag cleolease_pollwake): it doubles at each
 // look, up to fallbackPoll.
 const pollWakeMin = 200 * time.Microsecond
 

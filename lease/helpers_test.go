@@ -65,7 +65,7 @@ func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
 func needDoorbell(t testing.TB) {
 	t.Helper()
 	if platform.PollWake {
-		t.Skip("no datagram transport in this build (Windows, cleolease_pollwake)")
+		t.Skip("no datagram transport in this build (cleolease_pollwake)")
 	}
 }
 
