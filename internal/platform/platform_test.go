@@ -324,3 +324,53 @@ func bellPair(t *testing.T, db string) (a, b Bell) {
 	t.Cleanup(func() { b.Close() })
 	return a, b
 }
+
+// BenchmarkBellRoundTrip: one datagram each way between two doorbells of
+// the process (a goroutine echoes): the wake-up's latency, twice.
+func BenchmarkBellRoundTrip(b *testing.B) {
+	if PollWake {
+		b.Skip("no transport in this build (cleolease_pollwake)")
+	}
+	db := filepath.Join(testdir.New(b), "x.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := Stat(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	y, err := ListenBell(db, "b", fi.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := y.Recv(buf)
+			if err != nil {
+				return
+			}
+			y.Send("a", buf[:n])
+		}
+	}()
+	buf := make([]byte, 1<<16)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := x.Send("b", []byte("ping")); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := x.Recv(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	y.Close()
+	<-done
+}
