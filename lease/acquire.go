@@ -43,12 +43,8 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	}
 	l := e.lane(scope, lane)
 	start := time.Now()
-	var bound <-chan time.Time
-	if opts.Wait >= 0 {
-		t := time.NewTimer(opts.Wait)
-		defer t.Stop()
-		bound = t.C
-	}
+	bound := &waitBound{start: start, wait: opts.Wait}
+	defer bound.stop()
 	if err := l.enter(ctx, bound); err != nil {
 		if err == errWaitBound {
 			return l.unavailable(ctx, opts, false, time.Since(start))
@@ -113,7 +109,7 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 
 // ensureRow makes this process the holder of the lane's row; the caller
 // owns the gate.
-func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, claimed bool, err error) {
+func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts AcquireOptions) (g *grant, claimed bool, err error) {
 	if g := l.currentRow(); g != nil {
 		if !g.lost.Load() {
 			l.e.stats.FastGrants.Add(1)
@@ -130,7 +126,7 @@ func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts 
 	if err := l.e.CheckFile(); err != nil {
 		return nil, false, err
 	}
-	g, err = l.claim(ctx, bound, opts)
+	g, err = l.claim(ctx, bound.C(), opts)
 	if err != nil {
 		return nil, false, err
 	}

@@ -11,7 +11,7 @@ type gateWaiter struct {
 }
 
 // enter waits for the in-process gate in arrival order.
-func (l *laneState) enter(ctx context.Context, bound <-chan time.Time) error {
+func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
@@ -31,7 +31,7 @@ func (l *laneState) enter(ctx context.Context, bound <-chan time.Time) error {
 		return nil
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-bound:
+	case <-bound.C():
 		err = errWaitBound
 	}
 	l.mu.Lock()
