@@ -139,26 +139,36 @@ func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts Acquir
 func (l *laneState) release(h *Hold) {
 	l.mu.Lock()
 	l.depth = 0
+	row := l.row
 	l.mu.Unlock()
 	if !h.gateHeld {
 		return
 	}
 	g := h.g
-	if g != nil && !g.lost.Load() && l.currentRow() == g && !l.e.opts.MemoryOnly {
+	recall := false
+	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
 		others := l.othersWaiting(context.Background())
 		switch {
 		case others && !l.inSlice(g):
 			l.handOff(g, "handed off")
-		case !others && !l.hasWaiters() && l.e.opts.Linger <= 0:
+		case others:
+			// The row stays within its slice for this process's next
+			// writer, queued at the gate or arriving at once (a turn is a
+			// time budget): the watcher, woken by leave, hands the lane
+			// off as soon as it finds the gate free, so an idle holder
+			// keeps nobody waiting.
+			recall = true
+		case l.e.opts.Linger <= 0 && !l.hasWaiters():
 			l.handOff(g, "released")
 		}
-		// Otherwise the row stays: within its slice, for this process's
-		// next writer, queued at the gate or arriving at once (a turn is a
-		// time budget: the watcher, woken by leave, hands the lane off as
-		// soon as it finds the gate free, so an idle holder keeps nobody
-		// waiting); or lingering while nobody waits.
+		// Otherwise the row lingers while nobody waits: the watcher's
+		// timer releases it after Linger idle, and a waiter that arrives
+		// meanwhile rings the doorbell (tryEnter).
 	}
-	l.leave()
+	l.mu.Lock()
+	l.recall = l.recall || recall
+	l.leaveLocked()
+	l.mu.Unlock()
 }
 
 // inSlice reports whether this process may keep the lane for more of its
