@@ -120,14 +120,15 @@ func (w *leasedWrite) abort() error {
 // 10µs to 500µs, for as long as the connection's busy_timeout allows,
 // honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
 func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
-	bg := context.WithoutCancel(ctx)
 	if h == nil || !h.Claimed() {
 		// This process kept the lane (or took no lease): nobody else is
 		// expected to want the write lock, and SQLite's busy handler is
-		// the cheaper path.
-		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		// the cheaper path. Not cancellable (go-sqlite3 reads nothing
+		// else from the context).
+		_, err := lc.SQLiteConn.ExecContext(context.Background(), "BEGIN IMMEDIATE", nil)
 		return err
 	}
+	bg := context.WithoutCancel(ctx)
 	// The user's busy_timeout (read each time: a PRAGMA through any path,
 	// Raw included, may have changed it) bounds the retries and is restored.
 	busyMS := 0
