@@ -42,23 +42,22 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		return nil, err
 	}
 	l := e.lane(scope, lane)
-	start := time.Now()
-	bound := &waitBound{start: start, wait: opts.Wait}
+	bound := &waitBound{wait: opts.Wait}
 	defer bound.stop()
 	if err := l.enter(ctx, bound); err != nil {
 		if err == errWaitBound {
-			return l.unavailable(ctx, opts, false, time.Since(start))
+			return l.unavailable(ctx, opts, false, bound.waited())
 		}
-		return nil, l.ctxErr(err, start)
+		return nil, l.ctxErr(err, bound.waited())
 	}
 	g, claimed, err := l.ensureRow(ctx, bound, opts)
 	if err != nil {
 		if err == errWaitBound {
-			return l.unavailable(ctx, opts, true, time.Since(start))
+			return l.unavailable(ctx, opts, true, bound.waited())
 		}
 		l.leave()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return nil, l.ctxErr(err, start)
+			return nil, l.ctxErr(err, bound.waited())
 		}
 		return nil, err
 	}
@@ -66,21 +65,21 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	l.depth = 1
 	l.mu.Unlock()
 	e.stats.Grants.Add(1)
-	e.stats.observeWait(time.Since(start))
+	e.stats.observeWait(bound.waited())
 	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed}, nil
 }
 
-// ctxErr is Acquire's error when its context ended while it waited (since
-// start). The caller may hand on only ctx.Err() (database/sql's callers
+// ctxErr is Acquire's error when its context ended after it waited for
+// waited. The caller may hand on only ctx.Err() (database/sql's callers
 // compare it with ==), so the file, lane and holder also go to the log
 // and the Abandoned counter.
-func (l *laneState) ctxErr(err error, start time.Time) error {
+func (l *laneState) ctxErr(err error, waited time.Duration) error {
 	l.e.stats.Abandoned.Add(1)
 	l.mu.Lock()
 	who := l.lastWaitInfo
 	l.mu.Unlock()
 	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
-		"waited", time.Since(start), "holder", who, "err", err)
+		"waited", waited, "holder", who, "err", err)
 	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
 }
 
