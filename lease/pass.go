@@ -17,8 +17,12 @@ import (
 // The caller drives it: Fencing.Pass writes the grant on the
 // transaction's connection after the fencing check and before COMMIT;
 // then exactly one of Committed (COMMIT returned nil) or Failed (COMMIT
-// failed or its outcome is unknown, and the transaction was rolled back
-// or ended) follows, before the Hold is released.
+// failed or its outcome is unknown) follows, before the Hold is released.
+// Before Failed the caller ends the transaction: SQLite leaves it open
+// after some failed COMMITs (a deferred foreign key, SQLITE_BUSY), and a
+// later COMMIT of it would commit the grant behind the Pass's back (safe —
+// the fence then finds the lane gone — but the waiter is not rung); the
+// driver always rolls back there, as go-sqlite3's Tx.Commit does.
 type Pass struct {
 	l     *laneState
 	g     *grant         // the grant handed over
