@@ -44,9 +44,9 @@ const passSQL = `UPDATE _writer_leases SET ` + grantFields + `, epoch = ?11 + 1
 	RETURNING id, epoch`
 
 // Pass ends the hold's turn inside its transaction when it can: if this
-// commit ends the turn (another process waits and the slice is over) and
-// the first live waiter in line is one that registered with this process
-// while no queue row exists, it rewrites the lane's row for that waiter on
+// commit ends the turn (the slice is over) and the first live waiter in
+// line is one that registered with this process and still announces its
+// wait (its want byte), while no queue row exists, it rewrites the lane's row for that waiter on
 // q — the connection of the transaction the Fencing checked, still open,
 // just before its COMMIT — and returns the Pass. Otherwise, or when the
 // row could not be rewritten, it returns nil and changes nothing: the
@@ -64,7 +64,16 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 		return nil, nil
 	}
 	l, g := h.l, h.g
-	if l.e.opts.MemoryOnly || g.lost.Load() || l.currentRow() != g || l.inSlice(g) || !l.othersWaiting(ctx) {
+	if l.e.opts.MemoryOnly || g.lost.Load() || l.inSlice(g) {
+		return nil, nil
+	}
+	// Only a waiter that registered can be granted here (and one that
+	// registered is tested below for its want byte): with none, the
+	// commit costs one look at the inbox.
+	l.mu.Lock()
+	mine, none := l.row == g, len(l.pending) == 0
+	l.mu.Unlock()
+	if !mine || none {
 		return nil, nil
 	}
 	regs := l.takePending()
