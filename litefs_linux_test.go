@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/litefstest"
@@ -101,6 +102,7 @@ func TestLiteFSNoConfiguration(t *testing.T) {
 	for _, w := range ws {
 		w.expect("READY")
 	}
+	start := time.Now()
 	for _, w := range ws {
 		w.send("go")
 	}
@@ -115,6 +117,8 @@ func TestLiteFSNoConfiguration(t *testing.T) {
 			t.Errorf("worker: %d commits, %d errors, first: %s", ok, bad, strings.Join(f[3:], " "))
 		}
 	}
+	took := time.Since(start)
+	t.Logf("%d processes x %d increments: %s, %.0f commits/s (a figure, not a check)", procs, n, took.Round(time.Millisecond), float64(commits)/took.Seconds())
 	onlySQLiteFiles(t, c.Primary.Mount)
 	if got := liteFSQuery(t, c, `SELECT n FROM counter WHERE id = 1`); got != procs*n || commits != procs*n || fails != 0 {
 		t.Fatalf("counter %d, %d commits, %d errors; want %d, %d, 0", got, commits, fails, procs*n, procs*n)
