@@ -117,8 +117,9 @@
 // lane and holder. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
-// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
-// *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
+// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), ErrSidecarDir
+// (the liveness files cannot prove a holder alive where they are: give
+// _lease_sidecar_dir), *DSNError, *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
 // ErrMigrationDirty), for errors.Is and errors.As.
 //
 // # Differences from go-sqlite3
