@@ -165,4 +165,18 @@ func TestLiteFSOtherDirectoryRefused(t *testing.T) {
 		t.Fatalf("%d items; want the holder's only", got)
 	}
 	onlySQLiteFiles(t, c.Primary.Mount)
+
+	// On the replica, a process of yet another directory still reads:
+	// the proof runs only in lease transactions that write anyway.
+	litefstest.WaitReplicated(t, "app.db", c.Primary, c.Replica)
+	t.Setenv("TMPDIR", testdir.New(t))
+	db, err := sql.Open("cleolease", "file:"+c.Replica.Path("app.db")+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM items`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("read on the replica: %d items, %v; want 1", n, err)
+	}
 }
