@@ -55,3 +55,11 @@ var ErrTierConflict = errors.New("processes of another liveness tier use this da
 // ErrFull reports a datagram not delivered because the receiver's queue
 // is full; the sender may retry.
 var ErrFull = errors.New("receiver's datagram queue is full")
+
+// ErrLocksIgnored reports that the liveness files' locks do not conflict
+// between two open files of the same file (a lock taken on one is not
+// seen from the other): the filesystem ignores them (LiteFS, which
+// implements only SQLite's lock bytes; another FUSE daemon; a network
+// share). A lock there proves nothing, so OpenLocks refuses rather than
+// judge live holders dead on that evidence.
+var ErrLocksIgnored = errors.New("the liveness files' locks do not conflict between open files on this filesystem")
