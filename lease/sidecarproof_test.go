@@ -3,10 +3,13 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
 
@@ -103,5 +106,25 @@ func TestSidecarProofNonceCreatedOnce(t *testing.T) {
 	}
 	if strings.HasPrefix(first, "err") || first == "" {
 		t.Fatal(first)
+	}
+}
+
+// Where the liveness files' locks are not seen from another open file
+// (platform.ErrLocksIgnored: LiteFS, another FUSE mount, a network share),
+// Open refuses with ErrSidecarDir naming the remedy, _lease_sidecar_dir.
+func TestOpenRefusesIgnoredLocks(t *testing.T) {
+	orig := openLocks
+	t.Cleanup(func() { openLocks = orig })
+	openLocks = func(db string, mode fs.FileMode, slot int64) (platform.Locks, error) {
+		return nil, fmt.Errorf("%w (%s)", platform.ErrLocksIgnored, platform.SidecarPath(db))
+	}
+	path := newDB(t)
+	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path})
+	if e != nil {
+		e.Close()
+	}
+	var le *Error
+	if !errors.Is(err, ErrSidecarDir) || !errors.As(err, &le) || !strings.Contains(err.Error(), "_lease_sidecar_dir") || !strings.Contains(err.Error(), platform.SidecarPath(path)) {
+		t.Fatalf("Open where locks are ignored: %v; want ErrSidecarDir naming the sidecar and _lease_sidecar_dir", err)
 	}
 }

@@ -27,8 +27,10 @@
 // Unix datagram sockets bound to a path (datagrams capped at 2,048
 // bytes, macOS's default net.local.dgram.maxdgram), and a stat of the
 // database on every identity check instead of a watch. The build tag
-// cleolease_pollwake removes the datagram transport (as on Windows):
-// waiters then poll with a capped back-off. Processes of the two Linux
+// cleolease_pollwake removes the datagram transport: waiters then poll
+// with a capped back-off. Windows has one tier: LockFileEx on sidecar
+// bytes, a mailslot per engine for the doorbell (bell_mailslot_windows.go)
+// and process handles for exits. Processes of the two Linux
 // tiers refuse to share a database (ErrTierConflict); the pollwake tag
 // changes only how processes wake and mixes freely with either.
 //
