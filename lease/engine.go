@@ -63,6 +63,12 @@ type Options struct {
 	// Break, or StealAfterTTL once its heartbeat is older than its TTL,
 	// takes its lane.
 	RemoteHolders bool
+	// Replicated says that the file is replicated to other hosts that may
+	// become its writer (a LiteFS mount): every grant that is not a
+	// hand-off by this process takes the epoch floor, so that epochs
+	// handed out after a failover exceed those of the former primary,
+	// even those its replicas never received (takeoverFloor).
+	Replicated bool
 	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
 	// heartbeat is older than the holder's TTL even when the holder is
 	// provably alive (hung). Writes stay safe (fencing); external side
