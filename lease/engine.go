@@ -112,6 +112,10 @@ type Engine struct {
 	closed bool
 
 	fileGone atomic.Bool // the path no longer names this engine's file
+	// schemaPending: the lease tables were missing or incomplete at Open
+	// and the file refused the write that creates them (refused.go); the
+	// next lease write creates them first (tryImmediate).
+	schemaPending atomic.Bool
 	// hbCtx ends when Close stops the heartbeat (hbStop), cutting short a
 	// beat that SQLITE_BUSY holds up.
 	hbCtx  context.Context
@@ -196,6 +200,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		lanes: map[laneKey]*laneState{}, refs: 1,
 	}
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
+	if f := openHook; f != nil {
+		e.setHook(f)
+	}
 	if !opts.MemoryOnly {
 		if err := e.openStore(ctx); err != nil {
 			e.hbStop()
@@ -207,6 +214,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	registry[key] = e
 	return e, nil
 }
+
+// openHook, when set (by tests only), is the fault hook every new engine
+// starts with (see setHook), so that a test can inject errors into the
+// statements Open runs.
+var openHook func(op string) error
 
 // openLocks opens the liveness evidence (platform.OpenLocks; tests give
 // it another OS's answers).
@@ -239,7 +251,16 @@ func (e *Engine) openStore(ctx context.Context) error {
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
-	if err := e.bootstrap(ctx); err != nil {
+	err = e.bootstrap(ctx)
+	if WriteRefused(err) {
+		// A LiteFS replica, say: open for reads, create the tables at the
+		// first lease write (which the file refuses too, until it takes
+		// writes).
+		e.schemaPending.Store(true)
+		e.logf(slog.LevelDebug, "cleolease: the file refuses writes; the lease tables will be created by the first lease write", "err", err.Error())
+		err = nil
+	}
+	if err != nil {
 		e.db.Close()
 		e.bell.close()
 		if e.locks != nil {
@@ -459,8 +480,15 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 
 // tryImmediate is one attempt of immediateOp. When the lease tables were
 // dropped since the engine created them (missingTable), it recreates them
-// and tries once more.
+// and tries once more; when Open could not create them (schemaPending), it
+// creates them first.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	if op != "bootstrap" && e.schemaPending.Load() {
+		if err := e.bootstrap(ctx); err != nil {
+			return err
+		}
+		e.schemaPending.Store(false)
+	}
 	err := e.tryImmediateOnce(ctx, op, fn)
 	if op != "bootstrap" && missingTable(err) {
 		if err := e.recreate(ctx); err != nil {
