@@ -46,6 +46,7 @@
 //   - _lease_wait (30s): longest wait for a grant before degrade (local) or error (require); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
 //   - _migrations (none): golang-migrate source URL (file://dir); a directory path, if the value has a path separator or starts with "." (./migrations, /srv/app/migrations; relative to the working directory); otherwise a name registered with RegisterMigrations or RegisterMigrator. cleolease migrate --source reads a value the same way.
 //   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own BEGIN/COMMIT or PRAGMAs)
+//   - _migrations_replica (open): what the first connect does on a LiteFS replica whose copy of the database is behind this program's migrations (which cannot run there): open opens it, with a warning naming the file and both versions; reads work and writes fail with *ReplicaError. wait waits, bounded by the connect's context, until the primary's migration has reached the replica.
 //   - _migrations_table (schema_migrations): golang-migrate version table
 //
 // Refused at sql.Open, because no lease can work under them:

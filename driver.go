@@ -93,6 +93,10 @@ type Connector struct {
 	// holders from another boot or host are never judged dead here.
 	remoteHolders bool
 	fsErr         error // its decision: nil or a *NetworkFSError
+	// liteFS: the database is in a LiteFS mount (checkFileSystem): its
+	// epochs take the floor at every takeover (lease.Options.Replicated),
+	// and a refused write is a replica's (replica.go).
+	liteFS bool
 	// pendingChecked: a read-only connection looked for pending
 	// migrations (warnPendingReadOnly).
 	pendingChecked bool
@@ -213,7 +217,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return c.engine.CheckFile()
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, SidecarDir: c.cfg.SidecarDir, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: c.cfg.SidecarDir, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {

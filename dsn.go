@@ -92,6 +92,11 @@ type Config struct {
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
 	MigrationsTable    string // _migrations_table
 	MigrationsNoTxWrap bool   // _migrations_no_tx_wrap
+	// MigrationsReplica (_migrations_replica) is what the first connect
+	// does on a LiteFS replica whose database is behind the migrations:
+	// open it (ReplicaOpen, the default; "" means open) or wait for the
+	// primary's migration to arrive (ReplicaWait).
+	MigrationsReplica ReplicaMigrations
 
 	// MigrationsFS, when set, is the migration source (golang-migrate iofs
 	// layout: NNN_name.up.sql / NNN_name.down.sql at its root).
@@ -345,6 +350,24 @@ var leaseParams = []leaseParam{
 			return ""
 		},
 		get: func(c *Config) string { return strconv.FormatBool(c.MigrationsNoTxWrap) },
+	},
+	{
+		name: "_migrations_replica", field: "MigrationsReplica", kind: "`open` \\| `wait`", def: string(ReplicaOpen),
+		doc: "what the first connect does on a LiteFS replica whose copy of the database is behind this program's migrations (which cannot run there): `open` opens it, with a warning naming the file and both versions; reads work and writes fail with `*ReplicaError`. `wait` waits, bounded by the connect's context, until the primary's migration has reached the replica.",
+		set: func(c *Config, v string) string {
+			switch r := ReplicaMigrations(v); r {
+			case ReplicaOpen, ReplicaWait:
+				c.MigrationsReplica = r
+				return ""
+			}
+			return "must be open or wait"
+		},
+		get: func(c *Config) string {
+			if c.MigrationsReplica == "" {
+				return string(ReplicaOpen)
+			}
+			return string(c.MigrationsReplica)
+		},
 	},
 	{
 		name: "_migrations_table", field: "MigrationsTable", kind: "identifier", def: DefaultMigrationsTable,

@@ -97,6 +97,7 @@ func (c *Connector) checkFileSystem(ctx context.Context) error {
 	c.mu.Lock()
 	c.fsChecked, c.fsErr = true, err
 	c.remoteHolders = err == nil && info.Network
+	c.liteFS = isLiteFS(info)
 	c.mu.Unlock()
 	return err
 }
@@ -126,6 +127,10 @@ func decideFileSystem(ctx context.Context, dir string, info platform.FSInfo, pol
 	}
 	return nil
 }
+
+// isLiteFS reports whether info describes a LiteFS mount (a FUSE mount
+// whose filesystem name is "litefs").
+func isLiteFS(info platform.FSInfo) bool { return info.Name == "fuse.litefs" }
 
 // databaseDir returns the directory whose filesystem holds the database
 // SQLite opens at path: the directory of the file, symbolic links resolved

@@ -428,7 +428,9 @@ func (c *claimRun) abandonWith(ctx context.Context, cause error) (*grant, error)
 	l := c.l
 	c.unlockWant() // first: see leaveQueue
 	g, err := c.quit(ctx)
-	if err != nil {
+	if err != nil && !(WriteRefused(err) && WriteRefused(cause)) {
+		// (A file that refused the claim refuses its cleanup too: the
+		// claim wrote no queue row there.)
 		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
 	}
 	if g != nil {
