@@ -145,7 +145,7 @@ func TestReplicaReadsAndTypedWriteErrors(t *testing.T) {
 	})
 	t.Run("no .primary, on LiteFS", func(t *testing.T) {
 		injectPrimary(t, "", false)
-		injectFS(t, platform.FSInfo{Name: "fuse.litefs", FUSE: true})
+		injectFS(t, platform.FSInfo{Name: "fuse.litefs", FUSE: true, LiteFS: true})
 		db := openReplica(t, &Config{SQLiteDSN: "file:" + replicaFile(t), BaseDriver: refusingDriver(), Quiet: true})
 		_, err := db.ExecContext(ctx, `INSERT INTO t VALUES (2)`)
 		check("Exec on a LiteFS node with no primary", err, "")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -368,14 +369,21 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 }
 
 // pollWakeMin is the first fallback period of a waiter without a
-// doorbell (the build tag cleolease_pollwake, Windows): it doubles at each
+// doorbell (the build tag cleolease_pollwake): it doubles at each
 // look, up to fallbackPoll.
 const pollWakeMin = 200 * time.Microsecond
+
+// noFallback, set only by tests (a child's CLEOLEASE_NO_FALLBACK), makes
+// every fallback period an hour: a waiter then looks at its lane only when
+// its doorbell, file watch or exit watch rings.
+var noFallback atomic.Bool
 
 // pollPeriod is how long the waiter's fallback period is now.
 func (c *claimRun) pollPeriod() time.Duration {
 	l := c.l
 	switch {
+	case noFallback.Load():
+		return time.Hour
 	case c.registered && (l.e.bell.exitsWatched() || c.exitStop != nil):
 		return registeredPoll
 	case !l.e.bell.watched():

@@ -56,6 +56,13 @@ type Options struct {
 	// LiteFS's. Every process that opens the file must give the same
 	// directory; the directory must exist.
 	SidecarDir string
+	// SidecarDirDerived says that SidecarDir was derived by the caller
+	// (for a LiteFS mount given no _lease_sidecar_dir), not given by the
+	// user: the engine then proves that every process of the host derived
+	// the same one, by a nonce kept beside the liveness files and recorded
+	// in the database (sidecarproof.go), and refuses with ErrSidecarDir
+	// when they differ.
+	SidecarDirDerived bool
 	// RemoteHolders says that processes of other hosts may hold the file's
 	// lanes (a database on a network filesystem, opted in with
 	// _lease_network_fs=allow): a row written during another boot, or
@@ -97,6 +104,7 @@ type Engine struct {
 	pid      int64
 	start    string
 	locks    platform.Locks  // nil: no liveness locks (pid and start time only)
+	proof    *sidecarProof   // nil unless Options.SidecarDirDerived
 	conn     *leaseConnector // e.db's connector
 	pinned   atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
 	bell     *doorbell
@@ -236,10 +244,22 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
 	}
+	if errors.Is(err, platform.ErrLocksIgnored) {
+		return &Error{Op: "open", Path: e.path, Err: ErrSidecarDir,
+			Reason: err.Error() + ": a live holder would look dead there (LiteFS, another FUSE mount or a network share); set _lease_sidecar_dir to a local directory that every process of the host gives"}
+	}
 	if err != nil {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	e.locks = locks
+	if opts := e.opts; opts.SidecarDirDerived && opts.SidecarDir != "" {
+		if e.proof, err = newSidecarProof(base, mode); err != nil {
+			if locks != nil {
+				locks.Close()
+			}
+			return &Error{Op: "open", Path: e.path, Err: err}
+		}
+	}
 	mark := ""
 	if locks != nil {
 		mark = locks.Mark()
@@ -516,6 +536,10 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	defer c.Close()
 	bg := context.WithoutCancel(ctx)
 	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := e.proveSidecar(bg, op, c); err != nil {
+		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}
 	if err := fn(bg, c); err != nil {
