@@ -332,3 +332,47 @@ func TestLiteFSFailover(t *testing.T) {
 		t.Fatalf("items on the new primary %q, want %q (the former primary's open transaction never committed)", items, want)
 	}
 }
+
+// TestLiteFSFailoverOneHost is the issue's setup: both nodes on this
+// kernel with no host identity of their own and one shared
+// _lease_sidecar_dir, so the former primary's holder, alive, looks alive
+// (its pid and start time match) and no liveness lock proves otherwise.
+// The new primary's writer must not go ahead without the lease: in mode
+// local, at _lease_wait, it fails with ErrLeaseUnavailable instead of
+// making a degraded grant, and nothing is written. Before the fix it
+// waited _lease_wait and then wrote without the lease.
+func TestLiteFSFailoverOneHost(t *testing.T) {
+	c := litefstest.Start(t)
+	liteFSDB(t, c)
+	sc := testdir.New(t)
+	a := spawn(t, "litefs-node", "file:"+c.Primary.Path("app.db")+"?_journal_mode=WAL&_lease_sidecar_dir="+sc)
+	a.next(t, "READY")
+	a.send("acquire")
+	a.next(t, "HELD")
+	a.send("begin a1")
+	a.next(t, "INTX")
+	litefstest.WaitReplicated(t, "app.db", c.Primary, c.Replica)
+
+	c.Primary.Stop()
+	c.Replica.Promote()
+
+	b := spawn(t, "litefs-node", replicaDSN(c)+"&_lease_wait=200ms&_lease_sidecar_dir="+sc)
+	b.next(t, "READY")
+	b.send("tx b1")
+	if res := b.next(t, "RES"); !strings.Contains(res, cleolease.ErrLeaseUnavailable.Error()) {
+		t.Fatalf("the new primary's write while the former holder looks alive: %q; want ErrLeaseUnavailable", res)
+	}
+	b.send("stats")
+	if st := strings.Fields(b.next(t, "STATS")); st[1] != "0" {
+		t.Fatalf("%s degraded grants on the new primary, want 0", st[1])
+	}
+	raw, err := sql.Open("sqlite3", "file:"+c.Replica.Path("app.db")+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM items`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d items on the new primary (%v), want 0: nothing written without the lease", n, err)
+	}
+}

@@ -74,7 +74,10 @@ type Options struct {
 	// become its writer (a LiteFS mount): every grant that is not a
 	// hand-off by this process takes the epoch floor, so that epochs
 	// handed out after a failover exceed those of the former primary,
-	// even those its replicas never received (takeoverFloor).
+	// even those its replicas never received (takeoverFloor); and no grant
+	// is ever degraded: at the wait bound Acquire fails with
+	// ErrUnavailable as with Require, since a holder that looks alive may
+	// be a former primary's process, alive on another node of this host.
 	Replicated bool
 	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
 	// heartbeat is older than the holder's TTL even when the holder is
