@@ -34,7 +34,7 @@
 //
 //   - _lease_lane (default): lane of writes whose context names none (WithLane)
 //   - _lease_linger (100ms): how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues
-//   - _lease_mode (local): off: pure pass-through, no lease tables. local: after _lease_wait, proceed without the lease (a degraded grant: logged at warning level and counted; never caused by a cancelled context). require: after _lease_wait, fail with ErrLeaseUnavailable.
+//   - _lease_mode (local): off: pure pass-through, no lease tables. local: after _lease_wait, proceed without the lease (a degraded grant: logged at warning level and counted; never caused by a cancelled context). require: after _lease_wait, fail with ErrLeaseUnavailable. On a LiteFS mount local fails as require does.
 //   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with *NetworkFSError; allow opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. _lease_mode=off and read-only opens are never refused.
 //   - _lease_priority (100): queue priority, lower is served first (WithPriority overrides it per call)
 //   - _lease_quiet (false): true: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to Config.Logger, else to slog.Default(). A discarding Config.Logger (slog.New(slog.DiscardHandler)) silences them too.
@@ -118,7 +118,7 @@
 // lane and holder. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
-// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
+// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), ErrReplica (*ReplicaError), *DSNError,
 // *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
 // ErrMigrationDirty), for errors.Is and errors.As.
 //

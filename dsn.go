@@ -25,7 +25,9 @@ const (
 	ModeOff Mode = "off"
 	// ModeLocal (default): wait up to Config.Wait for the lease, then proceed
 	// without it (a degraded grant: logged at warning level and counted).
-	// A cancelled or expired context never becomes a degraded grant.
+	// A cancelled or expired context never becomes a degraded grant. On a
+	// LiteFS mount it fails as ModeRequire does: a holder that looks alive
+	// may be a former primary's process (README, "Beyond one host").
 	ModeLocal Mode = "local"
 	// ModeRequire: wait up to Config.Wait, then fail with ErrLeaseUnavailable.
 	ModeRequire Mode = "require"
@@ -218,7 +220,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_mode", field: "Mode", kind: "`off` \\| `local` \\| `require`", def: string(ModeLocal),
-		doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.",
+		doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`. On a LiteFS mount `local` fails as `require` does.",
 		set: func(c *Config, v string) string {
 			switch m := Mode(v); m {
 			case ModeOff, ModeLocal, ModeRequire:
