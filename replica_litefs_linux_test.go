@@ -33,7 +33,7 @@ func init() {
 // this kernel, so each process first takes its node's host identity
 // (CLEOLEASE_TEST_BOOT_ID: platform.SetTestBootID, test-only), as separate
 // machines would have. Commands on stdin: "acquire" (AcquireLease: HELD
-// epoch degraded), "begin v" (BeginTx with the lease's context, insert v:
+// epoch degraded), "release", "begin v" (BeginTx with the lease's context, insert v:
 // INTX), "commit", "tx v" (a whole transaction: RES), "stats" (STATS
 // reclaim_dead degraded), "exit".
 func roleNode() int {
@@ -52,18 +52,22 @@ func roleNode() int {
 	say("READY", os.Getpid())
 	wctx := ctx
 	var tx *sql.Tx
+	var l *cleolease.Lease
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		cmd, arg, _ := strings.Cut(in.Text(), " ")
 		switch cmd {
 		case "acquire":
-			l, err := cleolease.AcquireLease(ctx, db)
-			if err != nil {
+			if l, err = cleolease.AcquireLease(ctx, db); err != nil {
 				say("ERR", err)
 				continue
 			}
 			wctx = l.Context(ctx)
 			say("HELD", l.Epoch(), l.Degraded())
+		case "release":
+			l.Release()
+			wctx = ctx
+			say("RELEASED")
 		case "begin":
 			if tx, err = db.BeginTx(wctx, nil); err == nil {
 				if _, err = tx.ExecContext(wctx, insertItem, arg, "default"); err != nil {
@@ -374,5 +378,46 @@ func TestLiteFSFailoverOneHost(t *testing.T) {
 	var n int
 	if err := raw.QueryRow(`SELECT count(*) FROM items`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d items on the new primary (%v), want 0: nothing written without the lease", n, err)
+	}
+}
+
+// TestLiteFSFailoverLostEpochs: grants the replica never received are not
+// handed out again after a failover. The replica stops (so it misses what
+// follows), the former primary's process releases its lease, takes it
+// again and commits under the new epoch; the primary stops, and the
+// replica, promoted with the older row, grants the lane at an epoch above
+// every epoch the former primary issued. Before the fix the new primary
+// handed out the row's epoch + 1: the very epoch the lost grant had.
+func TestLiteFSFailoverLostEpochs(t *testing.T) {
+	c := litefstest.Start(t)
+	liteFSDB(t, c)
+	a := spawn(t, "litefs-node", "file:"+c.Primary.Path("app.db")+"?_journal_mode=WAL&_lease_linger=0",
+		"CLEOLEASE_TEST_BOOT_ID=host-node1", "TMPDIR="+testdir.New(t))
+	a.next(t, "READY")
+	a.send("acquire")
+	e1, _ := strconv.ParseInt(strings.Fields(a.next(t, "HELD"))[0], 10, 64)
+	litefstest.WaitReplicated(t, "app.db", c.Primary, c.Replica)
+
+	c.Replica.Stop()
+	a.send("release")
+	a.next(t, "RELEASED")
+	a.send("acquire")
+	e2, _ := strconv.ParseInt(strings.Fields(a.next(t, "HELD"))[0], 10, 64)
+	a.send("tx lost")
+	if res := a.next(t, "RES"); res != "ok" {
+		t.Fatalf("the former primary's write: %s", res)
+	}
+	if e2 <= e1 {
+		t.Fatalf("the former primary's second epoch %d, want above %d", e2, e1)
+	}
+
+	c.Primary.Stop()
+	c.Replica.Promote()
+	b := spawn(t, "litefs-node", replicaDSN(c), "CLEOLEASE_TEST_BOOT_ID=host-node2", "TMPDIR="+testdir.New(t))
+	b.next(t, "READY")
+	b.send("acquire")
+	eB, _ := strconv.ParseInt(strings.Fields(b.next(t, "HELD"))[0], 10, 64)
+	if eB <= e2 {
+		t.Fatalf("the new primary granted epoch %d, not above the former primary's lost epoch %d (its copy had %d)", eB, e2, e1)
 	}
 }
