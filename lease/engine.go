@@ -70,6 +70,15 @@ type Options struct {
 	// Break, or StealAfterTTL once its heartbeat is older than its TTL,
 	// takes its lane.
 	RemoteHolders bool
+	// Replicated says that the file is replicated to other hosts that may
+	// become its writer (a LiteFS mount): every grant that is not a
+	// hand-off by this process takes the epoch floor, so that epochs
+	// handed out after a failover exceed those of the former primary,
+	// even those its replicas never received (takeoverFloor); and no grant
+	// is ever degraded: at the wait bound Acquire fails with
+	// ErrUnavailable as with Require, since a holder that looks alive may
+	// be a former primary's process, alive on another node of this host.
+	Replicated bool
 	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
 	// heartbeat is older than the holder's TTL even when the holder is
 	// provably alive (hung). Writes stay safe (fencing); external side
@@ -112,8 +121,15 @@ type Engine struct {
 	lanes  map[laneKey]*laneState
 	refs   int
 	closed bool
+	// lastLane is the lane lane() returned last (lanes are never removed),
+	// so that a process writing one lane finds it without e.mu or a hash.
+	lastLane atomic.Pointer[laneState]
 
 	fileGone atomic.Bool // the path no longer names this engine's file
+	// schemaPending: the lease tables were missing or incomplete at Open
+	// and the file refused the write that creates them (refused.go); the
+	// next lease write creates them first (tryImmediate).
+	schemaPending atomic.Bool
 	// hbCtx ends when Close stops the heartbeat (hbStop), cutting short a
 	// beat that SQLITE_BUSY holds up.
 	hbCtx  context.Context
@@ -198,6 +214,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		lanes: map[laneKey]*laneState{}, refs: 1,
 	}
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
+	if f := openHook; f != nil {
+		e.setHook(f)
+	}
 	if !opts.MemoryOnly {
 		if err := e.openStore(ctx); err != nil {
 			e.hbStop()
@@ -209,6 +228,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	registry[key] = e
 	return e, nil
 }
+
+// openHook, when set (by tests only), is the fault hook every new engine
+// starts with (see setHook), so that a test can inject errors into the
+// statements Open runs.
+var openHook func(op string) error
 
 // openLocks opens the liveness evidence (platform.OpenLocks; tests give
 // it another OS's answers).
@@ -253,7 +277,16 @@ func (e *Engine) openStore(ctx context.Context) error {
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
-	if err := e.bootstrap(ctx); err != nil {
+	err = e.bootstrap(ctx)
+	if WriteRefused(err) {
+		// A LiteFS replica, say: open for reads, create the tables at the
+		// first lease write (which the file refuses too, until it takes
+		// writes).
+		e.schemaPending.Store(true)
+		e.logf(slog.LevelDebug, "cleolease: the file refuses writes; the lease tables will be created by the first lease write", "err", err.Error())
+		err = nil
+	}
+	if err != nil {
 		e.db.Close()
 		e.bell.close()
 		if e.locks != nil {
@@ -415,6 +448,9 @@ func (e *Engine) knownLane(scope, lane string) *laneState {
 }
 
 func (e *Engine) lane(scope, lane string) *laneState {
+	if l := e.lastLane.Load(); l != nil && l.scope == scope && l.lane == lane {
+		return l
+	}
 	k := laneKey{scope, lane}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -423,6 +459,7 @@ func (e *Engine) lane(scope, lane string) *laneState {
 		l = newLane(e, scope, lane)
 		e.lanes[k] = l
 	}
+	e.lastLane.Store(l)
 	return l
 }
 
@@ -473,8 +510,15 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 
 // tryImmediate is one attempt of immediateOp. When the lease tables were
 // dropped since the engine created them (missingTable), it recreates them
-// and tries once more.
+// and tries once more; when Open could not create them (schemaPending), it
+// creates them first.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	if op != "bootstrap" && e.schemaPending.Load() {
+		if err := e.bootstrap(ctx); err != nil {
+			return err
+		}
+		e.schemaPending.Store(false)
+	}
 	err := e.tryImmediateOnce(ctx, op, fn)
 	if op != "bootstrap" && missingTable(err) {
 		if err := e.recreate(ctx); err != nil {
