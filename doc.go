@@ -39,7 +39,7 @@
 //   - _lease_priority (100): queue priority, lower is served first (WithPriority overrides it per call)
 //   - _lease_quiet (false): true: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to Config.Logger, else to slog.Default(). A discarding Config.Logger (slog.New(slog.DiscardHandler)) silences them too.
 //   - _lease_scope (main): scope of writes whose context names none (WithLane)
-//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar <db>-cleolease, or the portable tier's <db>-cleolease.d), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
+//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar <db>-cleolease, or the portable tier's <db>-cleolease.d), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory. Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in $TMPDIR/cleolease (/tmp/cleolease), and the first lease write proves that every process of the host derived that same directory (ErrSidecarDir otherwise, as where the filesystem ignores the liveness files' locks).
 //   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; 0 is strict FIFO
 //   - _lease_steal_after_ttl (false): opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.
 //   - _lease_ttl (30s): written to ttl_ms; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless _lease_steal_after_ttl).
@@ -118,7 +118,9 @@
 // lane and holder. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
-// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), ErrReplica (*ReplicaError), *DSNError,
+// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), ErrSidecarDir
+// (the liveness files cannot prove a holder alive where they are: give
+// _lease_sidecar_dir), ErrReplica (*ReplicaError), *DSNError,
 // *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
 // ErrMigrationDirty), for errors.Is and errors.As.
 //

@@ -87,8 +87,9 @@ type Config struct {
 	NetworkFS NetworkFS
 	// SidecarDir (_lease_sidecar_dir), when not empty, is the absolute
 	// directory holding the liveness files instead of the database's own
-	// directory (for a mount that accepts only database files, such as
-	// LiteFS's); every process of the file must give the same one.
+	// directory; every process of the file must give the same one. Empty
+	// on a LiteFS mount, a local directory is derived and proven shared
+	// (sidecardir.go; ErrSidecarDir when processes derived different ones).
 	SidecarDir string
 
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
@@ -283,7 +284,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_sidecar_dir", field: "SidecarDir", kind: "absolute directory", def: "",
-		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.",
+		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory. Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in `$TMPDIR/cleolease` (`/tmp/cleolease`), and the first lease write proves that every process of the host derived that same directory (`ErrSidecarDir` otherwise, as where the filesystem ignores the liveness files' locks).",
 		set: func(c *Config, v string) string {
 			if !filepath.IsAbs(v) {
 				return "must be an absolute directory path"

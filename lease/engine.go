@@ -121,6 +121,9 @@ type Engine struct {
 	lanes  map[laneKey]*laneState
 	refs   int
 	closed bool
+	// lastLane is the lane lane() returned last (lanes are never removed),
+	// so that a process writing one lane finds it without e.mu or a hash.
+	lastLane atomic.Pointer[laneState]
 
 	fileGone atomic.Bool // the path no longer names this engine's file
 	// schemaPending: the lease tables were missing or incomplete at Open
@@ -446,6 +449,9 @@ func (e *Engine) knownLane(scope, lane string) *laneState {
 }
 
 func (e *Engine) lane(scope, lane string) *laneState {
+	if l := e.lastLane.Load(); l != nil && l.scope == scope && l.lane == lane {
+		return l
+	}
 	k := laneKey{scope, lane}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -454,6 +460,7 @@ func (e *Engine) lane(scope, lane string) *laneState {
 		l = newLane(e, scope, lane)
 		e.lanes[k] = l
 	}
+	e.lastLane.Store(l)
 	return l
 }
 
