@@ -142,7 +142,9 @@ type osSeams struct {
 func realSeams() osSeams {
 	return osSeams{
 		holderID: processHolderID, pid: int64(os.Getpid()), shared: true,
-		openLocks:  func(base string, mode os.FileMode, slot int64) (platform.Locks, error) { return openLocks(base, mode, slot) },
+		openLocks: func(base string, mode os.FileMode, slot int64) (platform.Locks, error) {
+			return openLocks(base, mode, slot)
+		},
 		listenBell: platform.ListenBell, watchFiles: platform.WatchFiles, watchExit: platform.WatchExit,
 	}
 }
