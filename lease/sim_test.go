@@ -69,6 +69,9 @@ type simConfig struct {
 	procs   int
 	journal string // SQLite journal_mode: "WAL" or "DELETE"
 	stops   bool   // stop and resume processes (see step)
+	// recommit has some writes run COMMIT and BEGIN in the middle of their
+	// transaction, as a caller's SQL may (see recommit).
+	recommit bool
 }
 
 // simResult is what a run found.
@@ -81,6 +84,7 @@ type simResult struct {
 	breaks     int
 	fenced     int // writes refused by a fencing check (FenceBegin or Check)
 	skipped    int // checks skipped because the checker's read was busy
+	self       int // writes whose check before COMMIT took a changed row for the transaction's own change
 }
 
 func (r *simResult) violate(step int, format string, args ...any) {
@@ -206,7 +210,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			continue // the next gate ends a dead process
 		}
 		for n := 1 + rng.Intn(3); n > 0; n-- {
-			if !w.write(p, db, h) {
+			if !w.write(p, db, h, rng) {
 				break
 			}
 		}
@@ -226,7 +230,7 @@ const (
 
 // write makes one fenced write under h on db, and reports whether it
 // committed.
-func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold) bool {
+func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand) bool {
 	ctx := context.Background()
 	c, err := db.Conn(ctx)
 	if err != nil {
@@ -267,12 +271,32 @@ func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold) bool {
 	if w.os.gate(p, "data/body") != nil {
 		return rollback()
 	}
-	err = c.Raw(func(dc any) error { return f.Check(ctx, dc.(driver.QueryerContext), true) })
+	if w.cfg.recommit && rng.Intn(4) == 0 {
+		// The caller's SQL ends the transaction and opens another one
+		// (what write.go's commitFenced cannot tell from the one
+		// FenceBegin saw: it passes open = !AutoCommit()).
+		if !w.recommit(ctx, p, c, id, h) {
+			return rollback()
+		}
+		r, err := c.ExecContext(ctx, `INSERT INTO sim_writes(proc, holder, epoch) VALUES (?, ?, ?)`, p.idx, p.id, h.Epoch())
+		if err != nil {
+			return rollback()
+		}
+		id, _ = r.LastInsertId()
+	}
+	var auto bool
+	err = c.Raw(func(dc any) error {
+		auto = dc.(*sqlite3.SQLiteConn).AutoCommit()
+		return f.Check(ctx, dc.(driver.QueryerContext), !auto)
+	})
 	if err != nil {
 		if errors.Is(err, ErrLost) {
 			w.count(&w.res.fenced)
 		}
 		return rollback()
+	}
+	if f.self {
+		w.count(&w.res.self)
 	}
 	if _, err := c.ExecContext(ctx, `UPDATE sim_writes SET commit_holder = `+simHolderSQL+`, commit_epoch = `+simEpochSQL+`
 		WHERE id = ?`, id); err != nil {
@@ -286,6 +310,23 @@ func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold) bool {
 	}
 	f.Committed()
 	return true
+}
+
+// recommit commits the write so far (recording the row at that COMMIT)
+// and begins a new transaction on c, with a step in between.
+func (w *simWorld) recommit(ctx context.Context, p *simProc, c *sql.Conn, id int64, h *Hold) bool {
+	if _, err := c.ExecContext(ctx, `UPDATE sim_writes SET commit_holder = `+simHolderSQL+`, commit_epoch = `+simEpochSQL+`
+		WHERE id = ?`, id); err != nil {
+		return false
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return false
+	}
+	if w.os.gate(p, "data/recommit") != nil {
+		return false
+	}
+	_, err := c.ExecContext(ctx, "BEGIN")
+	return err == nil
 }
 
 func (w *simWorld) count(n *int) {
@@ -534,7 +575,7 @@ func (w *simWorld) check(step int) {
 			w.res.violate(step, "epoch %d written by %s and by %s", epoch, was, holder)
 		}
 		w.epochHolder[epoch] = holder
-		if bHolder != cHolder || bEpoch != cEpoch {
+		if bEpoch != 0 && (bHolder != cHolder || bEpoch != cEpoch) { // (0: begun by the caller's own BEGIN)
 			w.res.rowMoved++
 			w.res.trace = append(w.res.trace, fmt.Sprintf("row moved in write %d: %s/%d at BEGIN, %s/%d at COMMIT", id, bHolder, bEpoch, cHolder, cEpoch))
 		}
@@ -616,15 +657,16 @@ func simEnvInt(t *testing.T, name string, def int) int {
 // rollback-journal mode and fails on any violation.
 func TestSimulation(t *testing.T) {
 	steps := simEnvInt(t, "CLEOLEASE_SIM_STEPS", 2000)
+	recommit := os.Getenv("CLEOLEASE_SIM_RECOMMIT") != ""
 	seeds := simEnvInt(t, "CLEOLEASE_SIM_SEEDS", 2)
 	for _, journal := range []string{"WAL", "DELETE"} {
 		for seed := range int64(seeds) {
 			t.Run(fmt.Sprintf("%s/seed%d", journal, seed), func(t *testing.T) {
 				start := time.Now()
-				res := runSim(t, simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true})
+				res := runSim(t, simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: recommit})
 				el := time.Since(start)
-				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d checks skipped (busy)",
-					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.skipped)
+				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy)",
+					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped)
 				for _, v := range res.violations {
 					t.Error(v)
 				}
