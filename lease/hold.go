@@ -201,6 +201,9 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 	if err := h.l.e.fault("fence"); err != nil {
 		return err
 	}
+	if dropCommitRead && begun {
+		return nil // issue 24 item 3's experiment (commitread_off.go)
+	}
 	held, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
 	switch {
 	case held:
