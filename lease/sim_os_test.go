@@ -54,6 +54,7 @@ type simOS struct {
 	seq      int64
 	parked   []*simGate
 	procs    []*simProc // by index; the current generation
+	operator *simProc   // the process that breaks lanes (no worker)
 	wants    map[[2]int64]bool
 	ticket   int64
 	inflight []simDatagram
@@ -161,7 +162,7 @@ func (o *simOS) isDead(p *simProc) bool {
 
 // bySlot and byID find the live process of a slot or holder id.
 func (o *simOS) bySlot(slot int64) *simProc {
-	for _, p := range o.procs {
+	for _, p := range append(o.procs, o.operator) {
 		if p != nil && p.slot == slot {
 			return p
 		}
@@ -170,7 +171,7 @@ func (o *simOS) bySlot(slot int64) *simProc {
 }
 
 func (o *simOS) byID(id string) *simProc {
-	for _, p := range o.procs {
+	for _, p := range append(o.procs, o.operator) {
 		if p != nil && p.id == id {
 			return p
 		}
