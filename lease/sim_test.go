@@ -674,7 +674,7 @@ func simEnvInt(t *testing.T, name string, def int) int {
 // TestSimulation runs the simulation for a few seeds in WAL and
 // rollback-journal mode and fails on any violation.
 func TestSimulation(t *testing.T) {
-	steps := simEnvInt(t, "CLEOLEASE_SIM_STEPS", 2000)
+	steps := simEnvInt(t, "CLEOLEASE_SIM_STEPS", 3000)
 	recommit := os.Getenv("CLEOLEASE_SIM_RECOMMIT") != ""
 	seeds := simEnvInt(t, "CLEOLEASE_SIM_SEEDS", 2)
 	for _, journal := range []string{"WAL", "DELETE"} {
