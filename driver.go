@@ -92,7 +92,12 @@ type Connector struct {
 	// remoteHolders: the database is on a network filesystem, allowed;
 	// holders from another boot or host are never judged dead here.
 	remoteHolders bool
-	fsErr         error // its decision: nil or a *NetworkFSError
+	// liteFS: the database is on a LiteFS mount (checkFileSystem): the
+	// liveness files go to a derived directory (sidecardir.go), epochs
+	// take the floor at every takeover (lease.Options.Replicated), and a
+	// refused write is a replica's (replica.go).
+	liteFS bool
+	fsErr  error // its decision: nil or a *NetworkFSError
 	// pendingChecked: a read-only connection looked for pending
 	// migrations (warnPendingReadOnly).
 	pendingChecked bool
@@ -212,8 +217,12 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 	if c.engine != nil {
 		return c.engine.CheckFile()
 	}
+	sidecarDir, derived, err := c.sidecarDir()
+	if err != nil {
+		return err
+	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, SidecarDir: c.cfg.SidecarDir, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {

@@ -54,6 +54,13 @@ var (
 	// (with or without the build tag cleolease_portable) use the database;
 	// build every program that shares the file with the same tags.
 	ErrTierConflict = lease.ErrTierConflict
+	// ErrSidecarDir: the liveness files cannot prove a holder alive where
+	// they are (their locks are not seen from another open file, or, on
+	// a LiteFS mount, processes of this host derived different local
+	// directories for them); set _lease_sidecar_dir to one local
+	// directory that every process of the host gives. The *LeaseError's
+	// Reason says which.
+	ErrSidecarDir = lease.ErrSidecarDir
 	// ErrLeaseClosed: a write waited for the lease while this process's
 	// lease engine of the file was closing (its last connector closed).
 	ErrLeaseClosed = lease.ErrClosed

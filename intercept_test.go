@@ -621,9 +621,10 @@ func runRMW(t *testing.T, dsn string, procs, goroutines, n int) rmwTotals {
 		p.send("go")
 	}
 	var tot rmwTotals
-	// A guard against a stall, not a timing: on Windows waiters poll (no
-	// doorbell there yet: 0.2 ms doubling to 5 ms), and under Wine on the
-	// 2-vCPU VM with other work running 1600 hand-offs took 8 to 22 s.
+	// A guard against a stall, not a timing: under Wine on the 2-vCPU VM
+	// with other work running, 1600 hand-offs took 8 to 22 s (when Windows
+	// waiters polled; Wine's process switches stay slow with the mailslot
+	// doorbell).
 	guard := 60 * time.Second
 	if runtime.GOOS == "windows" {
 		guard = 2 * time.Minute

@@ -75,7 +75,7 @@ func TestFilesystemWarningsWithoutLogger(t *testing.T) {
 		query string
 		want  string
 	}{
-		{platform.FSInfo{Name: "fuse.litefs", FUSE: true}, "", "FUSE"},
+		{platform.FSInfo{Name: "fuse.sometool", FUSE: true}, "", "FUSE"},
 		{platform.FSInfo{Name: "nfs4", Network: true}, "?_lease_network_fs=allow", "network filesystem"},
 	} {
 		for _, quiet := range []bool{false, true} {

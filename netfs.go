@@ -97,13 +97,17 @@ func (c *Connector) checkFileSystem(ctx context.Context) error {
 	c.mu.Lock()
 	c.fsChecked, c.fsErr = true, err
 	c.remoteHolders = err == nil && info.Network
+	c.liteFS = err == nil && info.LiteFS
 	c.mu.Unlock()
 	return err
 }
 
 // decideFileSystem is the policy: a network filesystem is refused unless
-// policy is NetworkFSAllow (then logged at warning level); a FUSE
-// filesystem is logged at warning level; anything else passes silently.
+// policy is NetworkFSAllow (then logged at warning level); a LiteFS mount
+// passes (its liveness files go to a local directory: sidecardir.go);
+// another FUSE filesystem is logged at warning level; anything else
+// passes silently. Wherever the liveness files land, the lease engine
+// proves at open that their locks conflict (ErrSidecarDir otherwise).
 // logger may be nil.
 func decideFileSystem(ctx context.Context, dir string, info platform.FSInfo, policy NetworkFS, logger *slog.Logger) error {
 	warn := func(msg string) {
@@ -121,6 +125,9 @@ func decideFileSystem(ctx context.Context, dir string, info platform.FSInfo, pol
 		return &NetworkFSError{Path: dir, FSName: info.Name, Note: info.Note}
 	case info.Network:
 		warn("cleolease: database on a network filesystem, allowed by _lease_network_fs=allow: a lease row written on another host or during another boot is never reclaimed on local evidence")
+	case info.LiteFS:
+		// Supported without a warning: the connector keeps the liveness
+		// files in a local directory (sidecardir.go).
 	case info.FUSE:
 		warn("cleolease: database on a FUSE filesystem: SQLite's locks and cleolease's lease hold only if its daemon implements POSIX locks for every process that opens the file")
 	}

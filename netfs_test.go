@@ -209,12 +209,12 @@ func TestNetworkFSRefusedAtConnect(t *testing.T) {
 
 func TestFUSEWarnsAndOpens(t *testing.T) {
 	dir := testdir.New(t)
-	fakeFS(t, dir, platform.FSInfo{Name: "fuse.litefs", FUSE: true}, nil)
+	fakeFS(t, dir, platform.FSInfo{Name: "fuse.sometool", FUSE: true}, nil)
 	db, logs := openWithLog(t, filepath.Join(dir, "app.db"))
 	if _, err := db.Exec("CREATE TABLE t(x)"); err != nil {
 		t.Fatalf("FUSE: %v", err)
 	}
-	if s := logs.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "FUSE") || !strings.Contains(s, "fs=fuse.litefs") {
+	if s := logs.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "FUSE") || !strings.Contains(s, "fs=fuse.sometool") {
 		t.Errorf("log %q: want a FUSE warning naming the filesystem", s)
 	}
 }

@@ -89,7 +89,7 @@ func (lc *leaseConn) queryOnly() (bool, error) {
 // when the connection closes.
 type leaseTx struct {
 	lc               *leaseConn
-	w                *leasedWrite // nil: read-only
+	w                leasedWrite // zero when read-only
 	readOnly         bool
 	restoreQueryOnly bool
 	once             sync.Once
@@ -112,7 +112,7 @@ func (tx *leaseTx) Commit() error {
 // Rollback rolls the transaction back and ends its hold.
 func (tx *leaseTx) Rollback() error {
 	defer tx.end()
-	if tx.w != nil {
+	if !tx.readOnly {
 		return tx.w.abort()
 	}
 	_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
@@ -127,7 +127,7 @@ func (tx *leaseTx) end() {
 		if tx.readOnly && !tx.restoreQueryOnly {
 			tx.lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 0", nil)
 		}
-		if tx.w != nil {
+		if !tx.readOnly {
 			tx.w.release()
 		}
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -24,13 +23,13 @@ type leasedWrite struct {
 	h      *lease.Hold    // nil: the context opted out of the lease
 	fenced bool           // the write runs inside the driver's BEGIN IMMEDIATE
 	fence  *lease.Fencing // the fencing of that transaction (nil without a lease)
-	once   sync.Once      // guards release
 }
 
-// release ends the hold on the lane; later calls do nothing. A transaction
-// may end on another goroutine than the one that began it (database/sql
-// rolls back when the transaction's context ends).
-func (w *leasedWrite) release() { w.once.Do(func() { releaseHold(w.h) }) }
+// release ends the hold on the lane; later calls do nothing (Hold.Release
+// runs once, whichever goroutine calls it first: a transaction may end on
+// another goroutine than the one that began it, as when database/sql rolls
+// back after the transaction's context ends).
+func (w *leasedWrite) release() { releaseHold(w.h) }
 
 // startWrite takes the lease for a write of class k made with ctx. A
 // transaction (tx true) always opens BEGIN IMMEDIATE, with or without a
@@ -43,19 +42,19 @@ func (w *leasedWrite) release() { w.once.Do(func() { releaseHold(w.h) }) }
 // broken, taken over, or removed by a tool that dropped the lease tables —
 // is taken again before any of the caller's statements runs: nothing was
 // written under it, so the caller sees only the wait.
-func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (*leasedWrite, error) {
+func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWrite, error) {
 	for attempt := 0; ; attempt++ {
 		h, err := lc.c.acquire(ctx)
 		if err != nil {
-			return nil, err
+			return leasedWrite{}, err
 		}
-		w := &leasedWrite{lc: lc, h: h, fenced: tx || (k.fenceable && h != nil)}
+		w := leasedWrite{lc: lc, h: h, fenced: tx || (k.fenceable && h != nil)}
 		if !w.fenced {
 			return w, nil
 		}
 		if err := lc.beginImmediate(ctx, h); err != nil {
 			releaseHold(h)
-			return nil, err
+			return leasedWrite{}, lc.c.replicaError(err)
 		}
 		if h == nil {
 			return w, nil
@@ -90,15 +89,15 @@ const maxRetakes = 2
 func (w *leasedWrite) finish(runErr error) error {
 	defer w.release()
 	if !w.fenced {
-		return runErr
+		return w.lc.c.replicaError(runErr)
 	}
 	if runErr != nil {
 		if !w.lc.SQLiteConn.AutoCommit() {
 			w.lc.commitFenced(w.fence) // rolls back when it cannot commit
 		}
-		return runErr
+		return w.lc.c.replicaError(runErr)
 	}
-	return w.lc.commitFenced(w.fence)
+	return w.lc.c.replicaError(w.lc.commitFenced(w.fence))
 }
 
 // abort rolls back the transaction the write opened and releases the
@@ -121,14 +120,15 @@ func (w *leasedWrite) abort() error {
 // 10µs to 500µs, for as long as the connection's busy_timeout allows,
 // honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
 func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
-	bg := context.WithoutCancel(ctx)
 	if h == nil || !h.Claimed() {
 		// This process kept the lane (or took no lease): nobody else is
 		// expected to want the write lock, and SQLite's busy handler is
-		// the cheaper path.
-		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		// the cheaper path. Not cancellable (go-sqlite3 reads nothing
+		// else from the context).
+		_, err := lc.SQLiteConn.ExecContext(context.Background(), "BEGIN IMMEDIATE", nil)
 		return err
 	}
+	bg := context.WithoutCancel(ctx)
 	// The user's busy_timeout (read each time: a PRAGMA through any path,
 	// Raw included, may have changed it) bounds the retries and is restored.
 	busyMS := 0

@@ -30,7 +30,9 @@ type AcquireOptions struct {
 // made); *Error wrapping ErrUnavailable at the wait bound when
 // opts.Require; ErrFileChanged when the file was replaced; ErrUntrusted
 // for tables it cannot trust. At the wait bound without Require the result
-// is a degraded Hold (Degraded() true, Epoch 0), logged and counted.
+// is a degraded Hold (Degraded() true, Epoch 0), logged and counted —
+// except on a replicated file (Options.Replicated), where it is
+// ErrUnavailable as with Require.
 func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
 	if root := holdFrom(ctx, e, scope, lane); root != nil {
 		root.l.mu.Lock()
@@ -42,27 +44,28 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		return nil, err
 	}
 	l := e.lane(scope, lane)
-	start := time.Now()
-	var bound <-chan time.Time
-	if opts.Wait >= 0 {
-		t := time.NewTimer(opts.Wait)
-		defer t.Stop()
-		bound = t.C
+	if g := l.enterHeld(); g != nil {
+		e.stats.Grants.Add(1)
+		e.stats.FastGrants.Add(1)
+		e.stats.observeWait(0)
+		return &Hold{l: l, g: g, gateHeld: true}, nil
 	}
+	bound := &waitBound{wait: opts.Wait}
+	defer bound.stop()
 	if err := l.enter(ctx, bound); err != nil {
 		if err == errWaitBound {
-			return l.unavailable(ctx, opts, false, time.Since(start))
+			return l.unavailable(ctx, opts, false, bound.waited())
 		}
-		return nil, l.ctxErr(err, start)
+		return nil, l.ctxErr(err, bound.waited())
 	}
 	g, claimed, err := l.ensureRow(ctx, bound, opts)
 	if err != nil {
 		if err == errWaitBound {
-			return l.unavailable(ctx, opts, true, time.Since(start))
+			return l.unavailable(ctx, opts, true, bound.waited())
 		}
 		l.leave()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			return nil, l.ctxErr(err, start)
+			return nil, l.ctxErr(err, bound.waited())
 		}
 		return nil, err
 	}
@@ -70,38 +73,43 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	l.depth = 1
 	l.mu.Unlock()
 	e.stats.Grants.Add(1)
-	e.stats.observeWait(time.Since(start))
+	e.stats.observeWait(bound.waited())
 	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed}, nil
 }
 
-// ctxErr is Acquire's error when its context ended while it waited (since
-// start). The caller may hand on only ctx.Err() (database/sql's callers
+// ctxErr is Acquire's error when its context ended after it waited for
+// waited. The caller may hand on only ctx.Err() (database/sql's callers
 // compare it with ==), so the file, lane and holder also go to the log
 // and the Abandoned counter.
-func (l *laneState) ctxErr(err error, start time.Time) error {
+func (l *laneState) ctxErr(err error, waited time.Duration) error {
 	l.e.stats.Abandoned.Add(1)
 	l.mu.Lock()
 	who := l.lastWaitInfo
 	l.mu.Unlock()
 	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
-		"waited", time.Since(start), "holder", who, "err", err)
+		"waited", waited, "holder", who, "err", err)
 	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
 }
 
 // unavailable ends a wait that reached opts.Wait after waited: an
-// ErrUnavailable in mode require, else a degraded Hold, logged at warning
-// level with the file, the lane, the wait and the holder waited on.
+// ErrUnavailable in mode require and on a replicated file
+// (Options.Replicated: never a degraded grant there, see takeover.go),
+// else a degraded Hold, logged at warning level with the file, the lane,
+// the wait and the holder waited on.
 func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
 	l.mu.Lock()
 	who := l.lastWaitInfo
 	l.mu.Unlock()
-	if opts.Require {
+	if opts.Require || l.e.opts.Replicated {
 		if gateHeld {
 			l.leave()
 		}
 		l.e.stats.Unavailable.Add(1)
-		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable,
-			fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait))
+		why := fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait)
+		if !opts.Require {
+			why = fmt.Sprintf("a holder that looks alive did not release within %s, and on a replicated file (LiteFS) no write goes ahead without the lease: the holder may be a former primary's process, alive on another node", opts.Wait)
+		}
+		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable, why)
 		err.Holder = who
 		return nil, err
 	}
@@ -111,9 +119,26 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 	return &Hold{l: l, gateHeld: gateHeld}, nil
 }
 
+// enterHeld is Acquire's fast path, under one lock: when the gate is free
+// with nobody queued for it and this process still holds the row (not
+// known lost), it takes the gate, starts the hold (depth 1) and returns the
+// row; otherwise nil, and Acquire takes the way through enter and
+// ensureRow.
+func (l *laneState) enterHeld() *grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.row
+	if l.closing || l.busy || l.waiters.Len() > 0 || g == nil || g.lost.Load() {
+		return nil
+	}
+	l.busy = true
+	l.depth = 1
+	return g
+}
+
 // ensureRow makes this process the holder of the lane's row; the caller
 // owns the gate.
-func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, claimed bool, err error) {
+func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts AcquireOptions) (g *grant, claimed bool, err error) {
 	if g := l.currentRow(); g != nil {
 		if !g.lost.Load() {
 			l.e.stats.FastGrants.Add(1)
@@ -130,7 +155,7 @@ func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts 
 	if err := l.e.CheckFile(); err != nil {
 		return nil, false, err
 	}
-	g, err = l.claim(ctx, bound, opts)
+	g, err = l.claim(ctx, bound.C(), opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -143,26 +168,36 @@ func (l *laneState) ensureRow(ctx context.Context, bound <-chan time.Time, opts 
 func (l *laneState) release(h *Hold) {
 	l.mu.Lock()
 	l.depth = 0
+	row := l.row
 	l.mu.Unlock()
 	if !h.gateHeld {
 		return
 	}
 	g := h.g
-	if g != nil && !g.lost.Load() && l.currentRow() == g && !l.e.opts.MemoryOnly {
+	recall := false
+	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
 		others := l.othersWaiting(context.Background())
 		switch {
 		case others && !l.inSlice(g):
 			l.handOff(g, "handed off")
-		case !others && !l.hasWaiters() && l.e.opts.Linger <= 0:
+		case others:
+			// The row stays within its slice for this process's next
+			// writer, queued at the gate or arriving at once (a turn is a
+			// time budget): the watcher, woken by leave, hands the lane
+			// off as soon as it finds the gate free, so an idle holder
+			// keeps nobody waiting.
+			recall = true
+		case l.e.opts.Linger <= 0 && !l.hasWaiters():
 			l.handOff(g, "released")
 		}
-		// Otherwise the row stays: within its slice, for this process's
-		// next writer, queued at the gate or arriving at once (a turn is a
-		// time budget: the watcher, woken by leave, hands the lane off as
-		// soon as it finds the gate free, so an idle holder keeps nobody
-		// waiting); or lingering while nobody waits.
+		// Otherwise the row lingers while nobody waits: the watcher's
+		// timer releases it after Linger idle, and a waiter that arrives
+		// meanwhile rings the doorbell (tryEnter).
 	}
-	l.leave()
+	l.mu.Lock()
+	l.recall = l.recall || recall
+	l.leaveLocked()
+	l.mu.Unlock()
 }
 
 // inSlice reports whether this process may keep the lane for more of its

@@ -20,7 +20,7 @@ import (
 //
 // What the holder cannot tell — it is stopped, it is another
 // implementation, or this build or the holder's has no doorbell (the
-// build tag cleolease_pollwake, Windows) — the want locks still count
+// build tag cleolease_pollwake) — the want locks still count
 // (LaneStatus.Waiting), without names; LaneStatus.Note says why.
 
 // holderAnswerWait bounds how long a status read waits for a holder's
@@ -41,7 +41,7 @@ type holderAnswer struct {
 }
 
 // noDoorbell explains names missing in a build without a transport.
-const noDoorbell = "this build has no doorbell (build tag cleolease_pollwake, or Windows), so the holder cannot be asked"
+const noDoorbell = "this build has no doorbell (build tag cleolease_pollwake), so the holder cannot be asked"
 
 // askHolders sends each query to its holder from a bell of its own (an
 // abstract socket on Linux; a socket file in the lock directory, removed
@@ -97,7 +97,7 @@ func askHolders(dbPath string, file platform.FileID, qs []holderQuery, wait time
 			continue
 		}
 		if err := bell.Send(q.id, msg); err != nil {
-			a.why = "the holder has no doorbell to ask (built with cleolease_pollwake, on Windows, or another implementation): " + err.Error()
+			a.why = "the holder has no doorbell to ask (built with cleolease_pollwake, or another implementation): " + err.Error()
 			continue
 		}
 		a.why = fmt.Sprintf("the holder did not answer within %v (stopped, or very busy)", wait)

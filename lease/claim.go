@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -368,14 +369,21 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 }
 
 // pollWakeMin is the first fallback period of a waiter without a
-// doorbell (the build tag cleolease_pollwake, Windows): it doubles at each
+// doorbell (the build tag cleolease_pollwake): it doubles at each
 // look, up to fallbackPoll.
 const pollWakeMin = 200 * time.Microsecond
+
+// noFallback, set only by tests (a child's CLEOLEASE_NO_FALLBACK), makes
+// every fallback period an hour: a waiter then looks at its lane only when
+// its doorbell, file watch or exit watch rings.
+var noFallback atomic.Bool
 
 // pollPeriod is how long the waiter's fallback period is now.
 func (c *claimRun) pollPeriod() time.Duration {
 	l := c.l
 	switch {
+	case noFallback.Load():
+		return time.Hour
 	case c.registered && (l.e.bell.exitsWatched() || c.exitStop != nil):
 		return registeredPoll
 	case !l.e.bell.watched():
@@ -428,7 +436,9 @@ func (c *claimRun) abandonWith(ctx context.Context, cause error) (*grant, error)
 	l := c.l
 	c.unlockWant() // first: see leaveQueue
 	g, err := c.quit(ctx)
-	if err != nil {
+	if err != nil && !(WriteRefused(err) && WriteRefused(cause)) {
+		// (A file that refused the claim refuses its cleanup too: the
+		// claim wrote no queue row there.)
 		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
 	}
 	if g != nil {
@@ -477,7 +487,9 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 // committed the grant before this transaction, which then finds it. Transient failures (I/O
 // error, disk full, busy) are retried for up to 5s: a queue row left
 // behind by a live process that no longer waits could later be handed the
-// lane, and keep it.
+// lane, and keep it. A file that refuses writes (WriteRefused: a LiteFS
+// replica) is not retried: it refused the claim that would have written
+// the row.
 func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -485,7 +497,7 @@ func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	for {
 		g, err = l.tryLeaveQueue(cctx)
 		var se sqlite3.Error
-		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || bo.sleep(cctx, nil) != nil {
+		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || WriteRefused(err) || bo.sleep(cctx, nil) != nil {
 			return g, err
 		}
 	}

@@ -18,7 +18,8 @@ import (
 //   - Each engine receives datagrams on its platform.Bell (on Linux an
 //     abstract Unix datagram socket named after its holder id and the
 //     file's device and inode; in the portable tier a socket bound to a
-//     path). A waiter sends "waiting" (its registration) to the holder it
+//     path; on Windows a mailslot named after the holder id and the
+//     file's volume serial number and file index). A waiter sends "waiting" (its registration) to the holder it
 //     finds; a holder that hands a lane over sends "granted" to the new
 //     holder, with the registrations it did not serve. A plain "granted"
 //     (no payload) tells a waiter to look again: the process it
@@ -39,7 +40,7 @@ import (
 // registeredPoll while the holder has their registration) for what the
 // kernel cannot report: another implementation's holders, processes in
 // another network namespace, network file systems, a Break. Without a
-// transport (the build tag cleolease_pollwake, Windows) they poll with a
+// transport (the build tag cleolease_pollwake) they poll with a
 // capped back-off (pollWakeMin to fallbackPoll).
 type doorbell struct {
 	bell      platform.Bell      // nil: no transport

@@ -56,6 +56,13 @@ type Options struct {
 	// LiteFS's. Every process that opens the file must give the same
 	// directory; the directory must exist.
 	SidecarDir string
+	// SidecarDirDerived says that SidecarDir was derived by the caller
+	// (for a LiteFS mount given no _lease_sidecar_dir), not given by the
+	// user: the engine then proves that every process of the host derived
+	// the same one, by a nonce kept beside the liveness files and recorded
+	// in the database (sidecarproof.go), and refuses with ErrSidecarDir
+	// when they differ.
+	SidecarDirDerived bool
 	// RemoteHolders says that processes of other hosts may hold the file's
 	// lanes (a database on a network filesystem, opted in with
 	// _lease_network_fs=allow): a row written during another boot, or
@@ -63,6 +70,15 @@ type Options struct {
 	// Break, or StealAfterTTL once its heartbeat is older than its TTL,
 	// takes its lane.
 	RemoteHolders bool
+	// Replicated says that the file is replicated to other hosts that may
+	// become its writer (a LiteFS mount): every grant that is not a
+	// hand-off by this process takes the epoch floor, so that epochs
+	// handed out after a failover exceed those of the former primary,
+	// even those its replicas never received (takeoverFloor); and no grant
+	// is ever degraded: at the wait bound Acquire fails with
+	// ErrUnavailable as with Require, since a holder that looks alive may
+	// be a former primary's process, alive on another node of this host.
+	Replicated bool
 	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
 	// heartbeat is older than the holder's TTL even when the holder is
 	// provably alive (hung). Writes stay safe (fencing); external side
@@ -91,6 +107,7 @@ type Engine struct {
 	pid      int64
 	start    string
 	locks    platform.Locks  // nil: no liveness locks (pid and start time only)
+	proof    *sidecarProof   // nil unless Options.SidecarDirDerived
 	conn     *leaseConnector // e.db's connector
 	pinned   atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
 	bell     *doorbell
@@ -104,8 +121,15 @@ type Engine struct {
 	lanes  map[laneKey]*laneState
 	refs   int
 	closed bool
+	// lastLane is the lane lane() returned last (lanes are never removed),
+	// so that a process writing one lane finds it without e.mu or a hash.
+	lastLane atomic.Pointer[laneState]
 
 	fileGone atomic.Bool // the path no longer names this engine's file
+	// schemaPending: the lease tables were missing or incomplete at Open
+	// and the file refused the write that creates them (refused.go); the
+	// next lease write creates them first (tryImmediate).
+	schemaPending atomic.Bool
 	// hbCtx ends when Close stops the heartbeat (hbStop), cutting short a
 	// beat that SQLITE_BUSY holds up.
 	hbCtx  context.Context
@@ -229,6 +253,9 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		lanes: map[laneKey]*laneState{}, refs: 1, os: seams,
 	}
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
+	if f := openHook; f != nil {
+		e.setHook(f)
+	}
 	if !opts.MemoryOnly {
 		if err := e.openStore(ctx); err != nil {
 			e.hbStop()
@@ -242,6 +269,11 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 	}
 	return e, nil
 }
+
+// openHook, when set (by tests only), is the fault hook every new engine
+// starts with (see setHook), so that a test can inject errors into the
+// statements Open runs.
+var openHook func(op string) error
 
 // openLocks opens the liveness evidence (platform.OpenLocks; tests give
 // it another OS's answers).
@@ -259,10 +291,22 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
 	}
+	if errors.Is(err, platform.ErrLocksIgnored) {
+		return &Error{Op: "open", Path: e.path, Err: ErrSidecarDir,
+			Reason: err.Error() + ": a live holder would look dead there (LiteFS, another FUSE mount or a network share); set _lease_sidecar_dir to a local directory that every process of the host gives"}
+	}
 	if err != nil {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	e.locks = locks
+	if opts := e.opts; opts.SidecarDirDerived && opts.SidecarDir != "" {
+		if e.proof, err = newSidecarProof(base, mode); err != nil {
+			if locks != nil {
+				locks.Close()
+			}
+			return &Error{Op: "open", Path: e.path, Err: err}
+		}
+	}
 	mark := ""
 	if locks != nil {
 		mark = locks.Mark()
@@ -274,7 +318,16 @@ func (e *Engine) openStore(ctx context.Context) error {
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
-	if err := e.bootstrap(ctx); err != nil {
+	err = e.bootstrap(ctx)
+	if WriteRefused(err) {
+		// A LiteFS replica, say: open for reads, create the tables at the
+		// first lease write (which the file refuses too, until it takes
+		// writes).
+		e.schemaPending.Store(true)
+		e.logf(slog.LevelDebug, "cleolease: the file refuses writes; the lease tables will be created by the first lease write", "err", err.Error())
+		err = nil
+	}
+	if err != nil {
 		e.db.Close()
 		e.bell.close()
 		if e.locks != nil {
@@ -438,6 +491,9 @@ func (e *Engine) knownLane(scope, lane string) *laneState {
 }
 
 func (e *Engine) lane(scope, lane string) *laneState {
+	if l := e.lastLane.Load(); l != nil && l.scope == scope && l.lane == lane {
+		return l
+	}
 	k := laneKey{scope, lane}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -446,6 +502,7 @@ func (e *Engine) lane(scope, lane string) *laneState {
 		l = newLane(e, scope, lane)
 		e.lanes[k] = l
 	}
+	e.lastLane.Store(l)
 	return l
 }
 
@@ -496,8 +553,15 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 
 // tryImmediate is one attempt of immediateOp. When the lease tables were
 // dropped since the engine created them (missingTable), it recreates them
-// and tries once more.
+// and tries once more; when Open could not create them (schemaPending), it
+// creates them first.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	if op != "bootstrap" && e.schemaPending.Load() {
+		if err := e.bootstrap(ctx); err != nil {
+			return err
+		}
+		e.schemaPending.Store(false)
+	}
 	err := e.tryImmediateOnce(ctx, op, fn)
 	if op != "bootstrap" && missingTable(err) {
 		if err := e.recreate(ctx); err != nil {
@@ -525,6 +589,10 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	defer c.Close()
 	bg := context.WithoutCancel(ctx)
 	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	if err := e.proveSidecar(bg, op, c); err != nil {
+		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}
 	if err := fn(bg, c); err != nil {

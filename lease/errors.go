@@ -43,6 +43,16 @@ var (
 	// cleolease_portable) use the database; neither could see the other's
 	// liveness evidence, so they never share a file.
 	ErrTierConflict = platform.ErrTierConflict
+	// ErrSidecarDir: the liveness files cannot prove that a holder is
+	// alive where they are, so the engine refuses rather than judge live
+	// holders dead: their locks are not seen from another open file (the
+	// filesystem ignores them: a LiteFS or other FUSE mount, a network
+	// share), or, in a directory derived for a LiteFS mount, processes of
+	// this host derived different directories (a private /tmp, a
+	// container, another mount path), as the nonce recorded in the
+	// database shows. The *Error's Reason says which; the remedy is
+	// _lease_sidecar_dir, one local directory given by every process.
+	ErrSidecarDir = errors.New("the liveness files need _lease_sidecar_dir")
 )
 
 // Error describes a lease failure: the operation, the file and lane it

@@ -11,7 +11,7 @@ type gateWaiter struct {
 }
 
 // enter waits for the in-process gate in arrival order.
-func (l *laneState) enter(ctx context.Context, bound <-chan time.Time) error {
+func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
@@ -31,7 +31,7 @@ func (l *laneState) enter(ctx context.Context, bound <-chan time.Time) error {
 		return nil
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-bound:
+	case <-bound.C():
 		err = errWaitBound
 	}
 	l.mu.Lock()
@@ -45,13 +45,18 @@ func (l *laneState) enter(ctx context.Context, bound <-chan time.Time) error {
 }
 
 // tryEnter takes the gate only if it is free and nobody queues for it.
+// The linger watcher is its only caller: when the gate is taken, the
+// gate's next leave wakes the watcher again (recall), so that the look it
+// could not take now is taken as soon as the gate frees.
 func (l *laneState) tryEnter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.busy || l.waiters.Len() > 0 {
+		l.recall = true
 		return false
 	}
 	l.busy = true
+	l.recall = false
 	return true
 }
 
@@ -71,7 +76,12 @@ func (l *laneState) leaveLocked() {
 	l.busy = false
 	l.idleSince = time.Now()
 	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
-		l.startWatcherLocked()
+		if !l.watching || l.recall {
+			l.recall = false
+			l.startWatcherLocked()
+		}
+		// Otherwise the watcher's own timer (at most fallbackPoll away)
+		// finds the lane idle: nobody asked it to look sooner.
 	}
 }
 

@@ -65,7 +65,7 @@ func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
 func needDoorbell(t testing.TB) {
 	t.Helper()
 	if platform.PollWake {
-		t.Skip("no datagram transport in this build (Windows, cleolease_pollwake)")
+		t.Skip("no datagram transport in this build (cleolease_pollwake)")
 	}
 }
 
@@ -136,6 +136,9 @@ func rawDB(t testing.TB, path string) *sql.DB {
 //	        "gaveup canceled" (or "gaveup ERR" if the error is not the
 //	        context's) and stay alive until the next line.
 //	count:  CLEOLEASE_N read-modify-write increments under the lease.
+//
+// CLEOLEASE_NO_FALLBACK (non-empty) turns the waiters' fallback poll off
+// (noFallback): they look only when something rings.
 func runRole(role string) int {
 	path := os.Getenv("CLEOLEASE_DB")
 	prio, _ := strconv.Atoi(os.Getenv("CLEOLEASE_PRIO"))
@@ -146,6 +149,7 @@ func runRole(role string) int {
 	if v := os.Getenv("CLEOLEASE_LINGER"); v != "" {
 		linger, _ = time.ParseDuration(v)
 	}
+	noFallback.Store(os.Getenv("CLEOLEASE_NO_FALLBACK") != "")
 	if v := os.Getenv("CLEOLEASE_FAIL_WANTS"); v != "" {
 		n, _ := strconv.Atoi(v)
 		failWants(int32(n))

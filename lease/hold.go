@@ -255,7 +255,9 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh b
 	if err != nil {
 		return false, err
 	}
-	dest := make([]driver.Value, len(rows.Columns()))
+	// Both queries return one column: no Columns call (go-sqlite3 asks
+	// SQLite for the names and allocates them on every new result set).
+	dest := make([]driver.Value, 1)
 	err = rows.Next(dest)
 	rows.Close()
 	if err == io.EOF {

@@ -45,6 +45,7 @@ type laneState struct {
 	depth     int    // nesting of the current hold
 	idleSince time.Time
 	watching  bool
+	recall    bool          // the watcher wants waking at the gate's next leave (see tryEnter)
 	kick      chan struct{} // wakes the watcher when the gate frees
 	closing   bool
 	memEpoch  int64 // in-memory engines' epochs; touched only by the gate's owner

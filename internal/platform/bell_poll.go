@@ -1,10 +1,11 @@
-//go:build cleolease_pollwake || !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build cleolease_pollwake || !(linux || darwin || freebsd || netbsd || openbsd || dragonfly || windows)
 
 package platform
 
 const pollWake = true
 
 // ListenBell reports no datagram transport in this build (the build tag
-// cleolease_pollwake) or on this platform (Windows and the rest): the
-// engine's waiters poll the lane with a capped back-off instead.
+// cleolease_pollwake) or on this platform (none of Linux, macOS, the
+// BSDs, Windows): the engine's waiters poll the lane with a capped
+// back-off instead.
 func ListenBell(dbPath, holderID string, file FileID) (Bell, error) { return nil, ErrUnsupported }

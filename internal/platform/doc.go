@@ -27,8 +27,10 @@
 // Unix datagram sockets bound to a path (datagrams capped at 2,048
 // bytes, macOS's default net.local.dgram.maxdgram), and a stat of the
 // database on every identity check instead of a watch. The build tag
-// cleolease_pollwake removes the datagram transport (as on Windows):
-// waiters then poll with a capped back-off. Processes of the two Linux
+// cleolease_pollwake removes the datagram transport: waiters then poll
+// with a capped back-off. Windows has one tier: LockFileEx on sidecar
+// bytes, a mailslot per engine for the doorbell (bell_mailslot_windows.go)
+// and process handles for exits. Processes of the two Linux
 // tiers refuse to share a database (ErrTierConflict); the pollwake tag
 // changes only how processes wake and mixes freely with either.
 //
@@ -53,3 +55,11 @@ var ErrTierConflict = errors.New("processes of another liveness tier use this da
 // ErrFull reports a datagram not delivered because the receiver's queue
 // is full; the sender may retry.
 var ErrFull = errors.New("receiver's datagram queue is full")
+
+// ErrLocksIgnored reports that the liveness files' locks do not conflict
+// between two open files of the same file (a lock taken on one is not
+// seen from the other): the filesystem ignores them (LiteFS, which
+// implements only SQLite's lock bytes; another FUSE daemon; a network
+// share). A lock there proves nothing, so OpenLocks refuses rather than
+// judge live holders dead on that evidence.
+var ErrLocksIgnored = errors.New("the liveness files' locks do not conflict between open files on this filesystem")

@@ -14,9 +14,11 @@ import (
 type FSInfo struct {
 	// Name is the filesystem's type as the OS names it: a Linux type from
 	// the statfs f_type table below (for FUSE, "fuse.<subtype>" from
-	// /proc/self/mountinfo when known), the BSDs' and macOS's
-	// f_fstypename, Windows' volume filesystem name (or "UNC" / "remote
-	// drive"). Empty when the type is not in the tables.
+	// /proc/self/mountinfo when known, or, for a mount of plain type
+	// "fuse", "fuse.<source>" with its source, the FUSE filesystem name:
+	// "fuse.litefs" for LiteFS), the BSDs' and macOS's f_fstypename,
+	// Windows' volume filesystem name (or "UNC" / "remote drive"). Empty
+	// when the type is not in the tables.
 	Name string
 	// Network reports a filesystem shared over a network or with another
 	// kernel (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, GlusterFS, cluster
@@ -28,6 +30,12 @@ type FSInfo struct {
 	// whether it is local or remote; its locking is whatever its daemon
 	// implements.
 	FUSE bool
+	// LiteFS reports a LiteFS mount (github.com/superfly/litefs), which
+	// mounts with the FUSE filesystem name "litefs": on Linux the mount's
+	// type is "fuse" and its source "litefs" in /proc/self/mountinfo. It
+	// keeps only SQLite's own files and implements locks only on SQLite's
+	// lock bytes. FUSE is true too.
+	LiteFS bool
 	// Note, when not empty, is a hint for a person reading an error or a
 	// log line about this filesystem (for example that WSL2 mounts Windows
 	// drives such as /mnt/c over 9p).
@@ -138,9 +146,11 @@ var namedTypes = map[string]fsClass{
 }
 
 // classifyMagic turns a Linux statfs f_type into an FSInfo using table;
-// fuseType is the mount's type from /proc/self/mountinfo ("fuse.sshfs"),
-// or "" when unknown, and is consulted only for FUSE.
-func classifyMagic(table map[uint32]magicEntry, magic uint32, fuseType string) FSInfo {
+// fuseType and source are the mount's type ("fuse.sshfs", or plain
+// "fuse") and source (for FUSE, its filesystem name: "litefs") from
+// /proc/self/mountinfo, or "" when unknown, and are consulted only for
+// FUSE. A plain "fuse" type is named after its source.
+func classifyMagic(table map[uint32]magicEntry, magic uint32, fuseType, source string) FSInfo {
 	e, ok := table[magic]
 	if !ok {
 		return FSInfo{}
@@ -148,6 +158,9 @@ func classifyMagic(table map[uint32]magicEntry, magic uint32, fuseType string) F
 	info := fromClass(e.name, e.class)
 	if e.name == "9p" {
 		info.Note = noteWSL
+	}
+	if e.class == classFUSE && fuseType == "fuse" && source != "" {
+		fuseType = "fuse." + source
 	}
 	if e.class == classFUSE && fuseType != "" {
 		info = classifyFUSE(fuseType)
@@ -174,7 +187,7 @@ func classifyFUSE(fullType string) FSInfo {
 	if fuseNetwork[sub] {
 		return FSInfo{Name: fullType, Network: true}
 	}
-	return FSInfo{Name: fullType, FUSE: true}
+	return FSInfo{Name: fullType, FUSE: true, LiteFS: sub == "litefs"}
 }
 
 func fromClass(name string, c fsClass) FSInfo {
@@ -217,9 +230,10 @@ func hasPrefixFold(s, prefix string) bool {
 }
 
 // parseMountInfo scans mountinfo lines for the first mount of device
-// major:minor and returns its filesystem type: the first field after the
-// " - " separator (the optional fields before it vary in number).
-func parseMountInfo(sc *bufio.Scanner, major, minor uint32) string {
+// major:minor and returns its filesystem type and source: the first and
+// second fields after the " - " separator (the optional fields before it
+// vary in number).
+func parseMountInfo(sc *bufio.Scanner, major, minor uint32) (fsType, source string) {
 	want := strconv.FormatUint(uint64(major), 10) + ":" + strconv.FormatUint(uint64(minor), 10)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -228,9 +242,12 @@ func parseMountInfo(sc *bufio.Scanner, major, minor uint32) string {
 		}
 		for i := 3; i+1 < len(fields); i++ {
 			if fields[i] == "-" {
-				return fields[i+1]
+				if i+2 < len(fields) {
+					return fields[i+1], fields[i+2]
+				}
+				return fields[i+1], ""
 			}
 		}
 	}
-	return ""
+	return "", ""
 }

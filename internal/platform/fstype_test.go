@@ -15,22 +15,28 @@ func TestClassifyMagicFakeTable(t *testing.T) {
 		0x3333: {"9p", classNetwork},
 	}
 	cases := []struct {
-		magic    uint32
-		fuseType string
-		want     FSInfo
+		magic            uint32
+		fuseType, source string
+		want             FSInfo
 	}{
-		{0x1111, "", FSInfo{Name: "fakenet", Network: true}},
-		{0x2222, "", FSInfo{Name: "fakefuse", FUSE: true}},
-		{0x2222, "fuse.sshfs", FSInfo{Name: "fuse.sshfs", Network: true}},
-		{0x2222, "fuse.lxcfs", FSInfo{Name: "fuse.lxcfs", FUSE: true}},
-		{0x1111, "fuse.sshfs", FSInfo{Name: "fakenet", Network: true}}, // mountinfo only consulted for FUSE
-		{0x3333, "", FSInfo{Name: "9p", Network: true, Note: noteWSL}},
-		{0x6969, "", FSInfo{}}, // NFS, but not in the fake table: local
-		{0xef53, "", FSInfo{}},
+		{0x1111, "", "", FSInfo{Name: "fakenet", Network: true}},
+		{0x2222, "", "", FSInfo{Name: "fakefuse", FUSE: true}},
+		{0x2222, "fuse.sshfs", "", FSInfo{Name: "fuse.sshfs", Network: true}},
+		{0x2222, "fuse.lxcfs", "", FSInfo{Name: "fuse.lxcfs", FUSE: true}},
+		{0x1111, "fuse.sshfs", "", FSInfo{Name: "fakenet", Network: true}}, // mountinfo only consulted for FUSE
+		{0x3333, "", "", FSInfo{Name: "9p", Network: true, Note: noteWSL}},
+		// LiteFS mounts with type plain "fuse" and source "litefs".
+		{0x2222, "fuse", "litefs", FSInfo{Name: "fuse.litefs", FUSE: true, LiteFS: true}},
+		{0x2222, "fuse.litefs", "whatever", FSInfo{Name: "fuse.litefs", FUSE: true, LiteFS: true}},
+		{0x2222, "fuse", "", FSInfo{Name: "fuse", FUSE: true}},
+		{0x2222, "fuse.sshfs", "litefs", FSInfo{Name: "fuse.sshfs", Network: true}},
+		{0x1111, "fuse", "litefs", FSInfo{Name: "fakenet", Network: true}},
+		{0x6969, "", "", FSInfo{}}, // NFS, but not in the fake table: local
+		{0xef53, "", "", FSInfo{}},
 	}
 	for _, c := range cases {
-		if got := classifyMagic(fake, c.magic, c.fuseType); got != c.want {
-			t.Errorf("classifyMagic(fake, %#x, %q) = %+v, want %+v", c.magic, c.fuseType, got, c.want)
+		if got := classifyMagic(fake, c.magic, c.fuseType, c.source); got != c.want {
+			t.Errorf("classifyMagic(fake, %#x, %q, %q) = %+v, want %+v", c.magic, c.fuseType, c.source, got, c.want)
 		}
 	}
 }
@@ -43,26 +49,26 @@ func TestLinuxMagicTable(t *testing.T) {
 		0x5346414f: "afs", 0x6b414653: "afs", 0x00c36400: "ceph", 0x0bd00bd0: "lustre",
 	}
 	for magic, name := range network {
-		got := classifyMagic(linuxMagic, magic, "")
+		got := classifyMagic(linuxMagic, magic, "", "")
 		if !got.Network || got.FUSE || got.Name != name {
 			t.Errorf("%#x: %+v, want network %q", magic, got, name)
 		}
 	}
-	if got := classifyMagic(linuxMagic, 0x01021997, ""); !strings.Contains(got.Note, "/mnt/c") {
+	if got := classifyMagic(linuxMagic, 0x01021997, "", ""); !strings.Contains(got.Note, "/mnt/c") {
 		t.Errorf("9p note %q does not name WSL2's /mnt/c", got.Note)
 	}
-	if got := classifyMagic(linuxMagic, 0x65735546, ""); !got.FUSE || got.Network {
+	if got := classifyMagic(linuxMagic, 0x65735546, "", ""); !got.FUSE || got.Network {
 		t.Errorf("FUSE without a subtype: %+v, want FUSE", got)
 	}
-	if got := classifyMagic(linuxMagic, 0x65735546, "fuse.glusterfs"); !got.Network || got.Name != "fuse.glusterfs" {
+	if got := classifyMagic(linuxMagic, 0x65735546, "fuse.glusterfs", ""); !got.Network || got.Name != "fuse.glusterfs" {
 		t.Errorf("GlusterFS: %+v, want network", got)
 	}
-	if got := classifyMagic(linuxMagic, 0x65735546, "virtiofs"); !got.FUSE || got.Network {
+	if got := classifyMagic(linuxMagic, 0x65735546, "virtiofs", ""); !got.FUSE || got.Network {
 		t.Errorf("virtiofs: %+v, want FUSE", got)
 	}
 	// ext4, xfs, btrfs, tmpfs, overlayfs, zfs.
 	for _, m := range []uint32{0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x794c7630, 0x2fc12fc1} {
-		if got := classifyMagic(linuxMagic, m, ""); got.Network || got.FUSE {
+		if got := classifyMagic(linuxMagic, m, "", ""); got.Network || got.FUSE {
 			t.Errorf("%#x: %+v, want local", m, got)
 		}
 	}
@@ -126,13 +132,15 @@ func TestParseMountInfo(t *testing.T) {
 45 22 0:41 / /mnt/remote rw,nosuid,nodev,relatime shared:30 - fuse.sshfs me@host:/srv rw,user_id=0,group_id=0
 46 22 0:42 / /mnt/c rw,noatime - 9p drvfs rw,aname=drvfs;path=C:\
 47 22 0:43 / /mnt/odd rw master:2 propagation_from:3 unbindable - fuse.glusterfs gl:/vol rw
+44 27 0:44 / /litefs rw,nosuid,nodev,relatime - fuse litefs rw,user_id=0,group_id=0
 `
 	for _, c := range []struct {
 		major, minor uint32
-		want         string
-	}{{8, 1, "ext4"}, {0, 41, "fuse.sshfs"}, {0, 42, "9p"}, {0, 43, "fuse.glusterfs"}, {0, 99, ""}} {
-		if got := parseMountInfo(bufio.NewScanner(strings.NewReader(info)), c.major, c.minor); got != c.want {
-			t.Errorf("%d:%d: %q, want %q", c.major, c.minor, got, c.want)
+		want, source string
+	}{{8, 1, "ext4", "/dev/sda1"}, {0, 41, "fuse.sshfs", "me@host:/srv"}, {0, 42, "9p", "drvfs"}, {0, 43, "fuse.glusterfs", "gl:/vol"}, {0, 44, "fuse", "litefs"}, {0, 99, "", ""}} {
+		got, src := parseMountInfo(bufio.NewScanner(strings.NewReader(info)), c.major, c.minor)
+		if got != c.want || src != c.source {
+			t.Errorf("%d:%d: %q %q, want %q %q", c.major, c.minor, got, src, c.want, c.source)
 		}
 	}
 }

@@ -72,7 +72,9 @@ const TicketOffset = ticketOffset
 // the database at dbPath and takes this process's lifetime lock at slot.
 // It returns (nil, nil) when the directory does not allow it: liveness
 // then rests on pid and start time alone. ErrTierConflict when processes
-// of the portable tier use the database.
+// of the portable tier use the database; ErrLocksIgnored (wrapped, naming
+// the sidecar) when a second open file of the sidecar does not see the
+// lifetime lock (proveConflict).
 func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 	p := SidecarPath(dbPath)
 	busy := false
@@ -106,12 +108,48 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 			f.Close()
 			return nil, err
 		}
+		if err := proveConflict(p, slot); err != nil {
+			unlockRange(f, slot, 1)
+			f.Close()
+			return nil, err
+		}
 		return &byteLocks{path: p, f: f, r: fileRanges{f}, slot: slot, mark: mark}, nil
 	}
 	if busy {
 		return nil, fmt.Errorf("lock sidecar %s: %w", p, errBusy)
 	}
 	return nil, nil // the path keeps naming new files: no locks
+}
+
+// openTester opens another file (open file description, handle) of the
+// sidecar at path to test locks through; tests replace it to give a
+// filesystem's answers.
+var openTester = func(path string) (ranges, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fileRanges{f}, f.Close, nil
+}
+
+// proveConflict checks that the lifetime lock this process just took at
+// slot of the sidecar at path is seen from another open file of it, as
+// any other process's test would see it: ErrLocksIgnored when it is not
+// (the filesystem ignores the locks, and a live holder would look dead).
+func proveConflict(path string, slot int64) error {
+	r, closeFn, err := openTester(path)
+	if err != nil {
+		return fmt.Errorf("test lock on sidecar %s: %w", path, err)
+	}
+	defer closeFn()
+	held, err := r.test(slot, 1, false)
+	if err != nil {
+		return fmt.Errorf("test lock on sidecar %s: %w", path, err)
+	}
+	if !held {
+		return fmt.Errorf("%w (%s)", ErrLocksIgnored, path)
+	}
+	return nil
 }
 
 // OpenLocksReadOnly opens an existing sidecar to test locks, taking none:

@@ -5,6 +5,7 @@ package platform
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -79,6 +80,9 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 		return fail(err)
 	}
 	s.life = life
+	if err := proveFlockConflict(life.Name()); err != nil {
+		return fail(err)
+	}
 	ino, err := fdIno(life.Fd())
 	if err != nil {
 		return fail(err)
@@ -95,6 +99,40 @@ func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
 	}
 	s.sweep()
 	return s, nil
+}
+
+// flockTest reports whether a shared flock on another open file of the
+// file at path would fail (someone holds an exclusive one); tests replace
+// it to give a filesystem's answers.
+var flockTest = func(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	switch err := flock(f, unix.LOCK_SH|unix.LOCK_NB); {
+	case err == nil:
+		flock(f, unix.LOCK_UN)
+		return false, nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return true, nil
+	default:
+		return false, err
+	}
+}
+
+// proveFlockConflict checks that this process's lifetime lock on the file
+// at path is seen from another open file of it: ErrLocksIgnored when it
+// is not (the filesystem ignores flock).
+func proveFlockConflict(path string) error {
+	held, err := flockTest(path)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("%w (%s)", ErrLocksIgnored, path)
+	}
+	return nil
 }
 
 // OpenLocksReadOnly opens the lock directory of the database at dbPath to

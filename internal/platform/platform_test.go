@@ -12,11 +12,16 @@ import (
 )
 
 // TestMain lets a test start this binary as a child that only sleeps
-// (CLEOLEASE_PLATFORM_SLEEP set) until it is killed.
+// (CLEOLEASE_PLATFORM_SLEEP set) until it is killed, or that rings the
+// doorbell "a" of the database CLEOLEASE_PLATFORM_RING names with the
+// message "ring" from a doorbell "b" of its own, and exits.
 func TestMain(m *testing.M) {
 	if os.Getenv("CLEOLEASE_PLATFORM_SLEEP") != "" {
 		time.Sleep(time.Hour)
 		os.Exit(0)
+	}
+	if db := os.Getenv("CLEOLEASE_PLATFORM_RING"); db != "" {
+		os.Exit(ringFromChild(db))
 	}
 	os.Exit(m.Run())
 }
@@ -109,7 +114,7 @@ func TestBell(t *testing.T) {
 		if _, err := ListenBell("x", "a", FileID{}); !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("pollwake ListenBell: %v", err)
 		}
-		t.Skip("no transport in this build (Windows, cleolease_pollwake)")
+		t.Skip("no transport in this build (cleolease_pollwake)")
 	}
 	db := newDB(t)
 	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
@@ -132,6 +137,90 @@ func TestBell(t *testing.T) {
 	if err := b.Send("a", make([]byte, a.MaxDatagram()+1)); err == nil {
 		t.Fatal("an oversized datagram was sent")
 	}
+}
+
+// ringFromChild is the child of TestBellAcrossProcesses.
+func ringFromChild(db string) int {
+	fi, err := Stat(db)
+	if err != nil {
+		return 2
+	}
+	b, err := ListenBell(db, "b", fi.ID)
+	if err != nil {
+		return 3
+	}
+	defer b.Close()
+	if err := b.Send("a", []byte("ring")); err != nil {
+		return 4
+	}
+	return 0
+}
+
+// A datagram sent by another process reaches the doorbell it names:
+// both derive the same address from the database file and the holder id.
+func TestBellAcrossProcesses(t *testing.T) {
+	if PollWake {
+		t.Skip("no transport in this build (cleolease_pollwake)")
+	}
+	db := newDB(t)
+	fi, err := Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "CLEOLEASE_PLATFORM_RING="+db)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v %s", err, out)
+	}
+	buf := make([]byte, 1<<16)
+	n, err := a.Recv(buf)
+	if err != nil || string(buf[:n]) != "ring" {
+		t.Fatalf("received %q, %v", buf[:n], err)
+	}
+}
+
+// Close ends a Recv blocked in another goroutine (the doorbell's receiver
+// waits for it when its engine closes).
+func TestBellCloseEndsRecv(t *testing.T) {
+	if PollWake {
+		t.Skip("no transport in this build (cleolease_pollwake)")
+	}
+	db := newDB(t)
+	fi, err := Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Recv(make([]byte, 1<<16))
+		done <- err
+	}()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Recv on a closed bell returned a datagram")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Recv still blocked after Close")
+	}
+	// The name is free again: a new engine of the same holder id listens.
+	b, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		t.Fatalf("listening again after Close: %v", err)
+	}
+	b.Close()
 }
 
 // WatchExit reports a process's exit, and an already gone one at once.
@@ -234,4 +323,54 @@ func bellPair(t *testing.T, db string) (a, b Bell) {
 	}
 	t.Cleanup(func() { b.Close() })
 	return a, b
+}
+
+// BenchmarkBellRoundTrip: one datagram each way between two doorbells of
+// the process (a goroutine echoes): the wake-up's latency, twice.
+func BenchmarkBellRoundTrip(b *testing.B) {
+	if PollWake {
+		b.Skip("no transport in this build (cleolease_pollwake)")
+	}
+	db := filepath.Join(testdir.New(b), "x.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := Stat(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := ListenBell(db, "a", fi.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	y, err := ListenBell(db, "b", fi.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := y.Recv(buf)
+			if err != nil {
+				return
+			}
+			y.Send("a", buf[:n])
+		}
+	}()
+	buf := make([]byte, 1<<16)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := x.Send("b", []byte("ping")); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := x.Recv(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	y.Close()
+	<-done
 }

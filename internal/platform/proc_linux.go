@@ -15,8 +15,12 @@ import (
 const MaxPID = 1 << 22
 
 // BootID returns the kernel's boot id (/proc/sys/kernel/random/boot_id),
-// or "?" when it cannot be read.
+// or "?" when it cannot be read; in a test process that called
+// SetTestBootID, the id it gave (hostid_linux.go).
 func BootID() string {
+	if id := testBootID.Load(); id != nil {
+		return *id
+	}
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "?"
