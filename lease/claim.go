@@ -400,7 +400,7 @@ func (c *claimRun) watchExit(pid int64) {
 		return
 	}
 	c.stopExitWatch()
-	c.exitPID, c.exitStop = pid, c.l.e.bell.watchExit(pid)
+	c.exitPID, c.exitStop = pid, c.l.e.bell.exitWatch(pid)
 }
 
 // stopExitWatch ends the claim's exit watch, if any.

@@ -139,6 +139,38 @@ type Engine struct {
 	// hook injects faults in tests: consulted by fault before each named
 	// lease statement (see immediateOp); nil in production.
 	hook atomic.Pointer[func(op string) error]
+
+	// os is where the engine gets its operating-system pieces (the real
+	// ones in production; see osSeams).
+	os osSeams
+}
+
+// osSeams are the operating-system pieces an Engine is built from: its
+// holder identity, its liveness evidence, its datagram doorbell and its
+// file and exit watches. Open uses the real ones (realSeams); a test gives
+// an engine simulated ones to run several independent engines, each its
+// own process as far as the protocol can tell, in one test process.
+type osSeams struct {
+	holderID string // the engine's holder id
+	pid      int64  // the pid its rows record
+	// shared says that the engine is this process's engine of its file
+	// (registered, so that every Open of the file shares it).
+	shared     bool
+	openLocks  func(base string, mode os.FileMode, slot int64) (platform.Locks, error)
+	listenBell func(base, holderID string, file platform.FileID) (platform.Bell, error)
+	watchFiles func(sidecar, dbPath string, changed func()) (platform.FileWatch, error)
+	watchExit  func(pid int64, exited func()) (stop func(), err error)
+}
+
+// realSeams are the operating system's own pieces, for this process.
+func realSeams() osSeams {
+	return osSeams{
+		holderID: processHolderID, pid: int64(os.Getpid()), shared: true,
+		openLocks: func(base string, mode os.FileMode, slot int64) (platform.Locks, error) {
+			return openLocks(base, mode, slot)
+		},
+		listenBell: platform.ListenBell, watchFiles: platform.WatchFiles, watchExit: platform.WatchExit,
+	}
 }
 
 type laneKey struct{ scope, lane string }
@@ -177,6 +209,13 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 // ErrIndexMissing (tampered tables), ErrFileChanged, or the SQLite / file
 // system error that prevented it, wrapped in *Error.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
+	return openWith(ctx, opts, realSeams())
+}
+
+// openWith is Open with the operating-system pieces seams. An engine whose
+// seams are not shared is never registered: each such open makes a new
+// engine, which Close ends.
+func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error) {
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Second
 	}
@@ -198,7 +237,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if e := registry[key]; e != nil {
+	if e := registry[key]; e != nil && seams.shared {
 		if e.opts.Driver != opts.Driver {
 			return nil, &Error{Op: "open", Path: resolved, Err: ErrDriverMismatch,
 				Reason: "this process already opened the file with another base driver; the engine's connection runs the first one's ConnectHook"}
@@ -210,9 +249,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		opts: opts, path: resolved, dev: dev, ino: ino, key: key,
-		holderID: processHolderID, pid: int64(os.Getpid()), start: procIdentity(),
+		holderID: seams.holderID, pid: seams.pid, start: procIdentity(),
 		clock: opts.Clock, log: opts.Logger,
-		lanes: map[laneKey]*laneState{}, refs: 1,
+		lanes: map[laneKey]*laneState{}, refs: 1, os: seams,
 	}
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
 	if f := openHook; f != nil {
@@ -226,7 +265,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.wg.Add(1)
 		go e.heartbeatLoop()
 	}
-	registry[key] = e
+	if seams.shared {
+		registry[key] = e
+	}
 	return e, nil
 }
 
@@ -246,7 +287,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
 	e.base = base
-	locks, err := openLocks(base, mode, slotFor(e.holderID))
+	locks, err := e.os.openLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
@@ -272,7 +313,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 		mark = locks.Mark()
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
-	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
+	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.conn = &leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver}
 	e.db = sql.OpenDB(e.conn)
 	e.db.SetMaxOpenConns(1)
@@ -409,7 +450,9 @@ func (e *Engine) Close() error {
 	last := e.refs == 0
 	if last {
 		e.closed = true
-		delete(registry, e.key)
+		if registry[e.key] == e {
+			delete(registry, e.key)
+		}
 	}
 	lanes := make([]*laneState, 0, len(e.lanes))
 	for _, l := range e.lanes {
