@@ -55,9 +55,10 @@ const passSQL = `UPDATE _writer_leases SET ` + grantFields + `, epoch = ?11 + 1
 // ended with it (SQLite rolled it back): the caller then fails its commit
 // with err.
 //
-// The caller must not call it when user callbacks (an update hook, an
-// authorizer) may see the statement; Check must have passed with the
-// transaction open.
+// The caller calls it only for the last transaction of the Hold (Release
+// follows the COMMIT: the driver takes a Hold per write), never when user
+// callbacks (an update hook, an authorizer) may see the statement, and
+// only after Check passed with the transaction open.
 func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, error) {
 	h := f.h
 	if h.g == nil || h.root != nil || !h.gateHeld || !f.begun || f.self || h.released.Load() {
