@@ -44,7 +44,8 @@ const passSQL = `UPDATE _writer_leases SET ` + grantFields + `, epoch = ?11 + 1
 	RETURNING id, epoch`
 
 // Pass ends the hold's turn inside its transaction when it can: if this
-// commit ends the turn (the slice is over) and the first live waiter in
+// commit ends the turn (the slice is over, or no more of this process's
+// work waits at the lane's gate for it) and the first live waiter in
 // line is one that registered with this process and still announces its
 // wait (its want byte), while no queue row exists, it rewrites the lane's row for that waiter on
 // q — the connection of the transaction the Fencing checked, still open,
@@ -65,7 +66,7 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 		return nil, nil
 	}
 	l, g := h.l, h.g
-	if l.e.opts.MemoryOnly || g.lost.Load() || l.inSlice(g) {
+	if l.e.opts.MemoryOnly || g.lost.Load() || (l.inSlice(g) && l.hasWaiters()) {
 		return nil, nil
 	}
 	// Only a waiter that registered can be granted here (and one that
