@@ -85,6 +85,7 @@ type simResult struct {
 	fenced     int // writes refused by a fencing check (FenceBegin or Check)
 	skipped    int // checks skipped because the checker's read was busy
 	self       int // writes whose check before COMMIT took a changed row for the transaction's own change
+	passed     int // writes that handed the lane on inside their transaction (Fencing.Pass)
 }
 
 func (r *simResult) violate(step int, format string, args ...any) {
@@ -232,7 +233,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			continue // the next gate ends a dead process
 		}
 		for n := 1 + rng.Intn(3); n > 0; n-- {
-			if !w.write(p, db, h, rng) {
+			if !w.write(p, db, h, rng, n == 1) {
 				break
 			}
 		}
@@ -251,8 +252,10 @@ const (
 )
 
 // write makes one fenced write under h on db, and reports whether it
-// committed.
-func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand) bool {
+// committed. The last write of a hold hands the lane on inside its
+// transaction when a waiter registered (Fencing.Pass), as the driver's
+// commit does.
+func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand, last bool) bool {
 	ctx := context.Background()
 	c, err := db.Conn(ctx)
 	if err != nil {
@@ -324,11 +327,32 @@ func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand) bool {
 		WHERE id = ?`, id); err != nil {
 		return rollback()
 	}
+	var pass *Pass
+	if last && !auto {
+		err = c.Raw(func(dc any) (err error) {
+			pass, err = f.Pass(ctx, dc.(driver.QueryerContext))
+			return err
+		})
+		if err != nil {
+			return rollback()
+		}
+	}
+	failed := func() bool {
+		rollback()
+		if pass != nil {
+			pass.Failed()
+		}
+		return false
+	}
 	if w.os.gate(p, "data/commit") != nil {
-		return rollback()
+		return failed()
 	}
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
-		return rollback()
+		return failed()
+	}
+	if pass != nil {
+		w.count(&w.res.passed)
+		pass.Committed()
 	}
 	f.Committed()
 	return true
@@ -683,8 +707,8 @@ func TestSimulation(t *testing.T) {
 				start := time.Now()
 				res := runSim(t, simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: recommit})
 				el := time.Since(start)
-				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy)",
-					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped)
+				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy), %d hand-offs inside a commit",
+					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped, res.passed)
 				for _, v := range res.violations {
 					t.Error(v)
 				}
