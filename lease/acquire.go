@@ -30,7 +30,9 @@ type AcquireOptions struct {
 // made); *Error wrapping ErrUnavailable at the wait bound when
 // opts.Require; ErrFileChanged when the file was replaced; ErrUntrusted
 // for tables it cannot trust. At the wait bound without Require the result
-// is a degraded Hold (Degraded() true, Epoch 0), logged and counted.
+// is a degraded Hold (Degraded() true, Epoch 0), logged and counted —
+// except on a replicated file (Options.Replicated), where it is
+// ErrUnavailable as with Require.
 func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
 	if root := holdFrom(ctx, e, scope, lane); root != nil {
 		root.l.mu.Lock()
@@ -90,19 +92,24 @@ func (l *laneState) ctxErr(err error, waited time.Duration) error {
 }
 
 // unavailable ends a wait that reached opts.Wait after waited: an
-// ErrUnavailable in mode require, else a degraded Hold, logged at warning
-// level with the file, the lane, the wait and the holder waited on.
+// ErrUnavailable in mode require and on a replicated file
+// (Options.Replicated: never a degraded grant there, see takeover.go),
+// else a degraded Hold, logged at warning level with the file, the lane,
+// the wait and the holder waited on.
 func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
 	l.mu.Lock()
 	who := l.lastWaitInfo
 	l.mu.Unlock()
-	if opts.Require {
+	if opts.Require || l.e.opts.Replicated {
 		if gateHeld {
 			l.leave()
 		}
 		l.e.stats.Unavailable.Add(1)
-		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable,
-			fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait))
+		why := fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait)
+		if !opts.Require {
+			why = fmt.Sprintf("a holder that looks alive did not release within %s, and on a replicated file (LiteFS) no write goes ahead without the lease: the holder may be a former primary's process, alive on another node", opts.Wait)
+		}
+		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable, why)
 		err.Holder = who
 		return nil, err
 	}

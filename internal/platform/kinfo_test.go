@@ -97,6 +97,48 @@ type openbsdKinfoHead struct {
 	UstartUsec                                                                   uint32
 }
 
+// freebsd386KinfoHead is struct kinfo_proc (FreeBSD sys/sys/user.h) as
+// FreeBSD/i386 lays it out, up to ki_stat: 4-byte pointers, longs,
+// vm_size_t and segsz_t, a 32-bit time_t, and ki_runtime as two 32-bit
+// words (i386 aligns 64-bit integers on 4 bytes; Go on amd64 would on 8).
+type freebsd386KinfoHead struct {
+	Structsize, Layout                                    int32
+	Args, Paddr, Addr, Tracep, Textvp, Fd, Vmspace, Wchan uint32
+	Pid, Ppid, Pgid, Tpgid, Sid, Tsid                     int32
+	Jobc, SpareShort1                                     int16
+	TdevFreebsd11                                         uint32
+	Siglist, Sigmask, Sigignore, Sigcatch                 [16]byte
+	UID, Ruid, Svuid, Rgid, Svgid                         uint32
+	Ngroups, SpareShort2                                  int16
+	Groups                                                [16]uint32
+	Size                                                  uint32
+	Rssize, Swrss, Tsize, Dsize, Ssize                    int32
+	Xstat, Acflag                                         uint16
+	Pctcpu, Estcpu, Slptime, Swtime, Cow                  uint32
+	Runtime                                               [2]uint32
+	StartSec, StartUsec, ChildSec, ChildUsec              int32
+	Flag, Kiflag                                          int32
+	Traceflag                                             int32
+	Stat                                                  uint8
+}
+
+// dragonflyKinfoHead is struct kinfo_proc (DragonFly sys/sys/kinfo.h,
+// amd64) up to kp_pid.
+type dragonflyKinfoHead struct {
+	Paddr                                uint64
+	Flags, Stat, Lock, Acflag, Traceflag int32
+	Fd                                   uint64
+	Siglist, Sigignore, Sigcatch         [16]byte
+	Sigflag                              int32
+	Start                                freebsdTimeval
+	Comm                                 [17]byte
+	UID                                  uint32
+	Ngroups                              int16
+	Groups                               [16]uint32
+	Ruid, Svuid, Rgid, Svgid             uint32
+	Pid                                  int32
+}
+
 // record returns the bytes of *p padded with zeroes to size.
 func record[T any](t *testing.T, p *T, size int) []byte {
 	t.Helper()
@@ -129,6 +171,17 @@ func TestKinfoStartTime(t *testing.T) {
 		f(&k)
 		return record(t, &k, openbsdKinfo.size)
 	}
+	f386 := func(f func(*freebsd386KinfoHead)) []byte {
+		k := freebsd386KinfoHead{Structsize: 768, Pid: pid, Stat: 2, StartSec: 1700000002, StartUsec: 7}
+		f(&k)
+		return record(t, &k, freebsdKinfo386.size)
+	}
+	df := func(f func(*dragonflyKinfoHead)) []byte {
+		k := dragonflyKinfoHead{Pid: pid, Stat: 2, Start: freebsdTimeval{1700000003, 999999}}
+		f(&k)
+		// The record is longer than what is read (rusage, kinfo_lwp).
+		return record(t, &k, 1024)
+	}
 	same := func(*freebsdKinfoHead) {}
 	cases := []struct {
 		name   string
@@ -144,6 +197,17 @@ func TestKinfoStartTime(t *testing.T) {
 		{"freebsd bad usec", freebsdKinfo, fb(func(k *freebsdKinfoHead) { k.Start.Usec = 1e6 }), "?"},
 		{"freebsd short", freebsdKinfo, fb(same)[:400], "?"},
 		{"freebsd no record", freebsdKinfo, nil, ""},
+		{"freebsd/386 running", freebsdKinfo386, f386(func(*freebsd386KinfoHead) {}), "1700000002.000007"},
+		{"freebsd/386 zombie", freebsdKinfo386, f386(func(k *freebsd386KinfoHead) { k.Stat = 5 }), ""},
+		{"freebsd/386 a 64-bit record", freebsdKinfo386, fb(same), "?"},
+		{"freebsd/386 other pid", freebsdKinfo386, f386(func(k *freebsd386KinfoHead) { k.Pid = 1 }), "?"},
+		{"freebsd/386 no start time", freebsdKinfo386, f386(func(k *freebsd386KinfoHead) { k.StartSec = 0 }), "?"},
+		{"dragonfly running", dragonflyKinfo, df(func(*dragonflyKinfoHead) {}), "1700000003.999999"},
+		{"dragonfly zombie", dragonflyKinfo, df(func(k *dragonflyKinfoHead) { k.Stat = 4 }), ""},
+		{"dragonfly stopped", dragonflyKinfo, df(func(k *dragonflyKinfoHead) { k.Stat = 3 }), "1700000003.999999"},
+		{"dragonfly other pid", dragonflyKinfo, df(func(k *dragonflyKinfoHead) { k.Pid = pid + 1 }), "?"},
+		{"dragonfly no start time", dragonflyKinfo, df(func(k *dragonflyKinfoHead) { k.Start = freebsdTimeval{} }), "?"},
+		{"dragonfly short", dragonflyKinfo, df(func(*dragonflyKinfoHead) {})[:200], "?"},
 		{"netbsd running", netbsdKinfo, nb(func(*netbsdKinfo2Head) {}), "1700000000.987654"},
 		{"netbsd zombie", netbsdKinfo, nb(func(k *netbsdKinfo2Head) { k.Stat = 5 }), ""},
 		{"netbsd dead", netbsdKinfo, nb(func(k *netbsdKinfo2Head) { k.Stat = 6 }), ""},
@@ -216,6 +280,20 @@ func TestCompareStart(t *testing.T) {
 	for _, c := range cases {
 		if got := compareStart(c.recorded, c.current); got != c.want {
 			t.Errorf("compareStart(%q, %q) = %v, want %v", c.recorded, c.current, got, c.want)
+		}
+	}
+}
+
+// Each FreeBSD architecture gets the layout of its record, and one whose
+// layout is not decoded gets none (StartTime then says "?").
+func TestFreebsdLayout(t *testing.T) {
+	for _, c := range []struct {
+		goarch string
+		size   int
+	}{{"amd64", 1088}, {"arm64", 1088}, {"riscv64", 1088}, {"386", 768}, {"arm", 0}} {
+		l, ok := freebsdLayout(c.goarch)
+		if ok != (c.size != 0) || l.size != c.size {
+			t.Errorf("%s: layout of %d bytes (%v), want %d", c.goarch, l.size, ok, c.size)
 		}
 	}
 }

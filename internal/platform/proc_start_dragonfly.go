@@ -2,12 +2,11 @@
 
 package platform
 
-// kernelStartTime is "?" for a live process: DragonFly's struct kinfo_proc
-// (kp_start) is not decoded here, so a start time is never compared
-// (compareStart: unknown, never the same).
+import "golang.org/x/sys/unix"
+
+// kernelStartTime reads pid's start time from sysctl kern.proc.pid.<pid>
+// (one struct kinfo_proc: dragonflyKinfo).
 func kernelStartTime(pid int64) string {
-	if Exists(pid) {
-		return "?"
-	}
-	return ""
+	rec, err := unix.SysctlRaw("kern.proc.pid", int(pid))
+	return startFromSysctl(rec, err, pid, dragonflyKinfo, Exists)
 }

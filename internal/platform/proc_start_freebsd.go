@@ -3,19 +3,22 @@
 package platform
 
 import (
-	"unsafe"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
 
-// kernelStartTime reads pid's start time from sysctl kern.proc.pid.<pid>.
+// kernelStartTime reads pid's start time from sysctl kern.proc.pid.<pid>:
+// on 64-bit architectures and 386; elsewhere (arm) "?" for a live
+// process (see freebsdKinfo386).
 func kernelStartTime(pid int64) string {
-	if unsafe.Sizeof(uintptr(0)) != 8 {
+	l, ok := freebsdLayout(runtime.GOARCH)
+	if !ok {
 		if Exists(pid) {
 			return "?"
 		}
 		return ""
 	}
 	rec, err := unix.SysctlRaw("kern.proc.pid", int(pid))
-	return startFromSysctl(rec, err, pid, freebsdKinfo, Exists)
+	return startFromSysctl(rec, err, pid, l, Exists)
 }
