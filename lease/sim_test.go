@@ -82,9 +82,10 @@ type simResult struct {
 	rowMoved   int // transactions whose lease row changed between BEGIN and COMMIT
 	kills      int
 	breaks     int
-	fenced     int // writes refused by a fencing check (FenceBegin or Check)
-	skipped    int // checks skipped because the checker's read was busy
-	self       int // writes whose check before COMMIT took a changed row for the transaction's own change
+	fenced     int   // writes refused by a fencing check (FenceBegin or Check)
+	skipped    int   // checks skipped because the checker's read was busy
+	self       int   // writes whose check before COMMIT took a changed row for the transaction's own change
+	engines    Stats // the engines' counters, summed when each ends
 }
 
 func (r *simResult) violate(step int, format string, args ...any) {
@@ -223,7 +224,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	for {
-		time.Sleep(time.Duration(rng.Intn(20)) * time.Millisecond) // between writes
+		time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond) // between writes
 		if w.os.gate(p, "work/acquire") != nil {
 			return
 		}
@@ -351,6 +352,25 @@ func (w *simWorld) recommit(ctx context.Context, p *simProc, c *sql.Conn, id int
 	return err == nil
 }
 
+// closeEngine closes p's engine and adds its counters to the result.
+func (w *simWorld) closeEngine(p *simProc) {
+	p.eng.Close()
+	st := p.eng.Stats()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := &w.res.engines
+	e.Grants += st.Grants
+	e.Claims += st.Claims
+	e.Handoffs += st.Handoffs
+	e.Unavailable += st.Unavailable
+	e.Lost += st.Lost
+	e.Fenced += st.Fenced
+	e.ReclaimDead += st.ReclaimDead
+	e.ReclaimTTL += st.ReclaimTTL
+	e.DeadWaiters += st.DeadWaiters
+	e.Breaks += st.Breaks
+}
+
 func (w *simWorld) count(n *int) {
 	w.mu.Lock()
 	*n++
@@ -379,7 +399,7 @@ func (w *simWorld) step() string {
 	w.os.mu.Unlock()
 	roll := rng.Intn(1000)
 	switch {
-	case roll < 10:
+	case roll < 5:
 		return w.kill()
 	case roll < 30:
 		if s := w.restart(); s != "" {
@@ -387,7 +407,7 @@ func (w *simWorld) step() string {
 		}
 	case roll < 50 && w.cfg.stops:
 		return w.pause()
-	case roll < 60:
+	case roll < 55:
 		if s := w.breakLane(); s != "" {
 			return s
 		}
@@ -444,7 +464,7 @@ func (w *simWorld) kill() string {
 	w.wg.Add(1)
 	go func() { // the engine's remains: every step of it fails now
 		defer w.wg.Done()
-		p.eng.Close() // ends its goroutines, which a dead process would not run
+		w.closeEngine(p) // ends its goroutines, which a dead process would not run
 	}()
 	return fmt.Sprintf("kill p%d (%s)", p.idx, p.id)
 }
@@ -651,7 +671,7 @@ func (w *simWorld) stop() {
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				p.eng.Close()
+				w.closeEngine(p)
 			}()
 		}
 	}
@@ -685,6 +705,9 @@ func TestSimulation(t *testing.T) {
 				el := time.Since(start)
 				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy)",
 					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped)
+				e := res.engines
+				t.Logf("engines: grants=%d claims=%d handoffs=%d unavailable=%d lost=%d fenced=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d breaks=%d",
+					e.Grants, e.Claims, e.Handoffs, e.Unavailable, e.Lost, e.Fenced, e.ReclaimDead, e.ReclaimTTL, e.DeadWaiters, e.Breaks)
 				for _, v := range res.violations {
 					t.Error(v)
 				}
