@@ -53,6 +53,17 @@ import (
 // lane's row at COMMIT differed from the row read right after BEGIN
 // IMMEDIATE (rowMoved): a change only the transaction itself could make.
 //
+// Not simulated: the root driver (write.go; the worker calls the Hold API
+// the way write.go does), several writers of one process (the in-process
+// gate), more than one lane, the file watch and exit watches (waiters
+// poll), the database file replaced or the lease tables dropped, SQLite
+// faults other than the error codes injected at lease statements, a
+// process dying between two gates (a killed engine runs on to its next
+// gate, and its connections close cleanly: no hot journal), liveness
+// locks that answer Unknown for a live process, and clock reads (clocks
+// are stepped per process instead). CLEOLEASE_SIM_RECOMMIT adds callers
+// that run COMMIT and BEGIN inside their transaction.
+//
 // CLEOLEASE_SIM_STEPS sets the steps per seed and CLEOLEASE_SIM_SEEDS the
 // number of seeds of TestSimulation (defaults: a short run for CI).
 
