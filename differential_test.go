@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,24 @@ type queryer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
+// deadlineOpAfter is the context deadline of the deadline- ops. It must
+// pass once the statement is running: go-sqlite3 interrupts a statement
+// whose context ends with one sqlite3_interrupt, made while its own
+// goroutine starts the statement (sqlite3.go: "this is still racy"), and
+// SQLite forgets an interrupt made before a connection's first running
+// statement begins, so a deadline that passes first leaves the statement
+// (a billion-row CTE) to run to its end. On Linux 30 ms leaves ample room.
+// Under Wine on a loaded 2-vCPU machine a goroutine can wait longer than
+// that to run (the whole Windows suite hung there twice on 2026-12-02 at
+// load 12–19, inside sqlite3_step), so Windows waits 250 ms: a guard
+// against that race, not a fix of it.
+var deadlineOpAfter = func() time.Duration {
+	if runtime.GOOS == "windows" {
+		return 250 * time.Millisecond
+	}
+	return 30 * time.Millisecond
+}()
+
 // runOp performs one call and describes its outcome in one string.
 //
 //	exec, query, queryrow, prepare-exec, prepare-query: on the *sql.DB, or
@@ -124,7 +143,7 @@ func (s *session) runOp(o dop) string {
 	if strings.HasPrefix(via, "deadline-") {
 		// For statements that run far longer than the deadline: the
 		// outcome, not the time, is compared.
-		c, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+		c, cancel := context.WithTimeout(ctx, deadlineOpAfter)
 		defer cancel()
 		ctx = c
 		via = strings.TrimPrefix(via, "deadline-")

@@ -76,7 +76,7 @@
 // *ConfigError naming it.
 //
 // Warnings (a degraded grant, a FUSE or allowed network filesystem, pending
-// migrations on a read-only file) go to Config.Logger, else to slog.Default();
+// migrations on a read-only file or a LiteFS replica) go to Config.Logger, else to slog.Default();
 // _lease_quiet=true (Config.Quiet) or a discarding Config.Logger silences them.
 //
 // # Which writes take the lease
@@ -110,7 +110,8 @@
 // # Errors
 //
 // SQLite's own errors come back unchanged, as go-sqlite3 returns them (the
-// same sqlite3.Error value, errors at open included), so that ORMs
+// same sqlite3.Error value, errors at open included; the one exception is
+// a write a LiteFS replica refused, a *ReplicaError that wraps it), so that ORMs
 // inspecting them keep working, and a context that ends while waiting for
 // the lease returns the context's error itself (err == ctx.Err()), which
 // names no file or lane: Stats counts such waits (LeaseStats.Abandoned) and
@@ -120,7 +121,8 @@
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
 // ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), ErrSidecarDir
 // (the liveness files cannot prove a holder alive where they are: give
-// _lease_sidecar_dir), ErrReplica (*ReplicaError), *DSNError,
+// _lease_sidecar_dir), ErrReplica (*ReplicaError: a write on a LiteFS
+// replica, naming the primary), *DSNError,
 // *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
 // ErrMigrationDirty), for errors.Is and errors.As.
 //

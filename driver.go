@@ -152,7 +152,8 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
-// also opens the file's lease engine (creating the lease tables); a
+// also opens the file's lease engine (creating the lease tables, except on
+// a file that refuses writes, such as a LiteFS replica: replica.go); a
 // private database (Config.private) gets none and is opened exactly as
 // go-sqlite3 opens it, and so does a file SQLite opened read-only
 // (readonly.go): such a connection takes no lease, runs no migrations and

@@ -114,8 +114,9 @@
 //     holds re-enter a grant already held through the context (WithHold).
 //   - epoch: the fencing token, strictly increasing per (scope, lane),
 //     never reused: every claim, hand-off and reclaim writes epoch + 1; a
-//     lane's first row (or one recreated after its rows were deleted)
-//     starts at the clock floor (see above).
+//     lane's first row (or one recreated after its rows were deleted), a
+//     takeover of a row of another boot, and on a replicated file every
+//     grant but a hand-off, take at least the clock floor (see above).
 //   - fencing: the check, inside the writer's own transaction, that its
 //     (holder, epoch) is still the active row (Hold.FenceBegin and
 //     Fencing.Check; Hold.Fence for a caller that cannot check at BEGIN).

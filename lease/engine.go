@@ -203,8 +203,9 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 }
 
 // Open returns the engine of the file at opts.Path, creating it on first
-// use in this process (bootstrapping the lease tables) and counting a
-// reference otherwise. Each Open must be paired with Close. Errors:
+// use in this process (bootstrapping the lease tables, unless the file
+// refuses writes: then the first lease write creates them, see
+// refused.go) and counting a reference otherwise. Each Open must be paired with Close. Errors:
 // ErrIndexMissing (tampered tables), ErrFileChanged, or the SQLite / file
 // system error that prevented it, wrapped in *Error.
 func Open(ctx context.Context, opts Options) (*Engine, error) {

@@ -38,6 +38,7 @@ type mailslotBell struct {
 	self   string // this bell's mailslot name
 	closed atomic.Bool
 	mu     sync.Mutex // held by Recv while it reads; Close takes it to close h
+	rbuf   []byte     // Recv's read buffer: one byte more than a message may have
 }
 
 // ListenBell creates this process's doorbell on the database file: the
@@ -64,7 +65,7 @@ func ListenBell(dbPath, holderID string, file FileID) (Bell, error) {
 			return nil, err
 		}
 	}
-	return &mailslotBell{h: h, file: file, self: name}, nil
+	return &mailslotBell{h: h, file: file, self: name, rbuf: make([]byte, maxMailslotDatagram+1)}, nil
 }
 
 // createMailslot is CreateMailslotW with this package's message size
@@ -105,9 +106,13 @@ func everyoneWrites() *windows.SecurityAttributes {
 
 func (b *mailslotBell) MaxDatagram() int { return maxMailslotDatagram }
 
-// Recv reads the next message. A message longer than buf (only another
-// program sends one) is read whole into a scratch buffer and dropped, so
-// that it does not block the mailslot.
+// Recv reads the next message into buf. A message longer than buf or
+// than maxMailslotDatagram (only another program sends one) is dropped,
+// not left at the head of the mailslot: it is read whole into a scratch
+// buffer (Windows fails a short read with ERROR_INSUFFICIENT_BUFFER and
+// keeps the message), or seen to fill b.rbuf (Wine 8 accepts messages
+// over the mailslot's maximum and truncates a short read without an
+// error).
 func (b *mailslotBell) Recv(buf []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -116,13 +121,13 @@ func (b *mailslotBell) Recv(buf []byte) (int, error) {
 			return 0, net.ErrClosed
 		}
 		var n uint32
-		err := windows.ReadFile(b.h, buf, &n, nil)
+		err := windows.ReadFile(b.h, b.rbuf, &n, nil)
 		switch {
 		case b.closed.Load():
 			return 0, net.ErrClosed
 		case err == nil:
-			if n > 0 && int(n) <= maxMailslotDatagram {
-				return int(n), nil
+			if n > 0 && int(n) <= maxMailslotDatagram && int(n) <= len(buf) {
+				return copy(buf, b.rbuf[:n]), nil
 			}
 		case errors.Is(err, windows.ERROR_SEM_TIMEOUT):
 		case errors.Is(err, windows.ERROR_INSUFFICIENT_BUFFER):

@@ -145,6 +145,10 @@ func ringFromChild(db string) int {
 	if err != nil {
 		return 2
 	}
+	// The portable tier binds in the lock directory that OpenLocks makes.
+	if locks, err := OpenLocks(db, 0o644, SlotFor("b")); err == nil && locks != nil {
+		defer locks.Close()
+	}
 	b, err := ListenBell(db, "b", fi.ID)
 	if err != nil {
 		return 3
@@ -167,6 +171,11 @@ func TestBellAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
+	if err != nil || locks == nil {
+		t.Fatal(err)
+	}
+	defer locks.Close()
 	a, err := ListenBell(db, "a", fi.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +204,11 @@ func TestBellCloseEndsRecv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
+	if err != nil || locks == nil {
+		t.Fatal(err)
+	}
+	defer locks.Close()
 	a, err := ListenBell(db, "a", fi.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +353,11 @@ func BenchmarkBellRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	locks, err := OpenLocks(db, 0o644, SlotFor("a"))
+	if err != nil || locks == nil {
+		b.Fatal(err)
+	}
+	defer locks.Close()
 	x, err := ListenBell(db, "a", fi.ID)
 	if err != nil {
 		b.Fatal(err)
