@@ -255,9 +255,7 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh b
 	if err != nil {
 		return false, err
 	}
-	// Both queries return one column: no Columns call (go-sqlite3 asks
-	// SQLite for the names and allocates them on every new result set).
-	dest := make([]driver.Value, 1)
+	dest := make([]driver.Value, len(rows.Columns()))
 	err = rows.Next(dest)
 	rows.Close()
 	if err == io.EOF {
