@@ -174,4 +174,7 @@ package lease
 // (the tables dropped or emptied: recreation, the epoch floor, what became
 // of a lost row), liveness.go,
 // doorbell.go and wire.go, heartbeat.go, hold.go (Hold and the fence),
-// status.go and inspect.go (reading the tables without the engine).
+// status.go and inspect.go (reading the tables without the engine);
+// sim_test.go and sim_os_test.go, the deterministic simulation (several
+// engines on simulated OS seams, osSeams in engine.go, under a seeded
+// scheduler).
