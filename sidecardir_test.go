@@ -69,6 +69,7 @@ func TestLiteFSSidecarDirDerived(t *testing.T) {
 func TestDerivedSidecarDir(t *testing.T) {
 	tmp := testdir.New(t)
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv("TMP", tmp) // what os.TempDir reads first on Windows (GetTempPath2)
 	a, err := derivedSidecarDir()
 	if err != nil {
 		t.Fatal(err)
