@@ -74,5 +74,8 @@ func (c *Config) applyDefaults() {
 	if c.MigrationsTable == "" {
 		c.MigrationsTable = def.MigrationsTable
 	}
+	if c.MigrationsReplica == "" {
+		c.MigrationsReplica = def.MigrationsReplica
+	}
 	c.explicit = true
 }

@@ -75,7 +75,7 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 		c.log.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
 		return nil, ctx.Err()
 	}
-	return h, sqliteFileError(err)
+	return h, c.writeErr(err)
 }
 
 // Lease is a hold on one lane kept across several transactions (the

@@ -34,18 +34,19 @@
 //
 //   - _lease_lane (default): lane of writes whose context names none (WithLane)
 //   - _lease_linger (100ms): how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues
-//   - _lease_mode (local): off: pure pass-through, no lease tables. local: after _lease_wait, proceed without the lease (a degraded grant: logged at warning level and counted; never caused by a cancelled context). require: after _lease_wait, fail with ErrLeaseUnavailable.
+//   - _lease_mode (local): off: pure pass-through, no lease tables. local: after _lease_wait, proceed without the lease (a degraded grant: logged at warning level and counted; never caused by a cancelled context). require: after _lease_wait, fail with ErrLeaseUnavailable. On a LiteFS mount local fails as require does.
 //   - _lease_network_fs (refuse): a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with *NetworkFSError; allow opens it anyway, with a warning, and gives up what the README's "Beyond one host" says. _lease_mode=off and read-only opens are never refused.
 //   - _lease_priority (100): queue priority, lower is served first (WithPriority overrides it per call)
 //   - _lease_quiet (false): true: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to Config.Logger, else to slog.Default(). A discarding Config.Logger (slog.New(slog.DiscardHandler)) silences them too.
 //   - _lease_scope (main): scope of writes whose context names none (WithLane)
-//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar <db>-cleolease, or the portable tier's <db>-cleolease.d), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.
+//   - _lease_sidecar_dir (none): where the liveness files live (the sidecar <db>-cleolease, or the portable tier's <db>-cleolease.d), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory. Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in $TMPDIR/cleolease (/tmp/cleolease), and the first lease write proves that every process of the host derived that same directory (ErrSidecarDir otherwise, as where the filesystem ignores the liveness files' locks).
 //   - _lease_slice (2ms): how long a holder may keep the lane for more of its own queued work while another process waits; 0 is strict FIFO
 //   - _lease_steal_after_ttl (false): opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.
 //   - _lease_ttl (30s): written to ttl_ms; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless _lease_steal_after_ttl).
 //   - _lease_wait (30s): longest wait for a grant before degrade (local) or error (require); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)
 //   - _migrations (none): golang-migrate source URL (file://dir); a directory path, if the value has a path separator or starts with "." (./migrations, /srv/app/migrations; relative to the working directory); otherwise a name registered with RegisterMigrations or RegisterMigrator. cleolease migrate --source reads a value the same way.
 //   - _migrations_no_tx_wrap (false): run each migration file without the per-file transaction (files with their own BEGIN/COMMIT or PRAGMAs)
+//   - _migrations_replica (open): what the first connect does on a LiteFS replica whose copy of the database is behind this program's migrations (which cannot run there): open opens it, with a warning naming the file and both versions; reads work and writes fail with *ReplicaError. wait waits, bounded by the connect's context, until the primary's migration has reached the replica.
 //   - _migrations_table (schema_migrations): golang-migrate version table
 //
 // Refused at sql.Open, because no lease can work under them:
@@ -75,7 +76,7 @@
 // *ConfigError naming it.
 //
 // Warnings (a degraded grant, a FUSE or allowed network filesystem, pending
-// migrations on a read-only file) go to Config.Logger, else to slog.Default();
+// migrations on a read-only file or a LiteFS replica) go to Config.Logger, else to slog.Default();
 // _lease_quiet=true (Config.Quiet) or a discarding Config.Logger silences them.
 //
 // # Which writes take the lease
@@ -109,7 +110,8 @@
 // # Errors
 //
 // SQLite's own errors come back unchanged, as go-sqlite3 returns them (the
-// same sqlite3.Error value, errors at open included), so that ORMs
+// same sqlite3.Error value, errors at open included; the one exception is
+// a write a LiteFS replica refused, a *ReplicaError that wraps it), so that ORMs
 // inspecting them keep working, and a context that ends while waiting for
 // the lease returns the context's error itself (err == ctx.Err()), which
 // names no file or lane: Stats counts such waits (LeaseStats.Abandoned) and
@@ -117,7 +119,10 @@
 // lane and holder. cleolease's
 // own: ErrLeaseUnavailable, ErrLeaseLost, ErrFileChanged,
 // ErrForeignTransaction, ErrPrivateMemory, ErrExclusiveLocking,
-// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), *DSNError,
+// ErrBaseDriverMismatch, ErrNetworkFS (*NetworkFSError), ErrSidecarDir
+// (the liveness files cannot prove a holder alive where they are: give
+// _lease_sidecar_dir), ErrReplica (*ReplicaError: a write on a LiteFS
+// replica, naming the primary), *DSNError,
 // *ConfigError, *LeaseError and *MigrationError (ErrMigrationFailed,
 // ErrMigrationDirty), for errors.Is and errors.As.
 //

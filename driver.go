@@ -92,7 +92,10 @@ type Connector struct {
 	// remoteHolders: the database is on a network filesystem, allowed;
 	// holders from another boot or host are never judged dead here.
 	remoteHolders bool
-	// liteFS: the database is on a LiteFS mount (sidecardir.go).
+	// liteFS: the database is on a LiteFS mount (checkFileSystem): the
+	// liveness files go to a derived directory (sidecardir.go), epochs
+	// take the floor at every takeover (lease.Options.Replicated), and a
+	// refused write is a replica's (replica.go).
 	liteFS bool
 	fsErr  error // its decision: nil or a *NetworkFSError
 	// pendingChecked: a read-only connection looked for pending
@@ -149,7 +152,8 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
-// also opens the file's lease engine (creating the lease tables); a
+// also opens the file's lease engine (creating the lease tables, except on
+// a file that refuses writes, such as a LiteFS replica: replica.go); a
 // private database (Config.private) gets none and is opened exactly as
 // go-sqlite3 opens it, and so does a file SQLite opened read-only
 // (readonly.go): such a connection takes no lease, runs no migrations and
@@ -219,7 +223,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return err
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {

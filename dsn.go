@@ -25,7 +25,9 @@ const (
 	ModeOff Mode = "off"
 	// ModeLocal (default): wait up to Config.Wait for the lease, then proceed
 	// without it (a degraded grant: logged at warning level and counted).
-	// A cancelled or expired context never becomes a degraded grant.
+	// A cancelled or expired context never becomes a degraded grant. On a
+	// LiteFS mount it fails as ModeRequire does: a holder that looks alive
+	// may be a former primary's process (README, "Beyond one host").
 	ModeLocal Mode = "local"
 	// ModeRequire: wait up to Config.Wait, then fail with ErrLeaseUnavailable.
 	ModeRequire Mode = "require"
@@ -85,13 +87,19 @@ type Config struct {
 	NetworkFS NetworkFS
 	// SidecarDir (_lease_sidecar_dir), when not empty, is the absolute
 	// directory holding the liveness files instead of the database's own
-	// directory (for a mount that accepts only database files, such as
-	// LiteFS's); every process of the file must give the same one.
+	// directory; every process of the file must give the same one. Empty
+	// on a LiteFS mount, a local directory is derived and proven shared
+	// (sidecardir.go; ErrSidecarDir when processes derived different ones).
 	SidecarDir string
 
 	Migrations         string // _migrations: golang-migrate source URL or a registered name
 	MigrationsTable    string // _migrations_table
 	MigrationsNoTxWrap bool   // _migrations_no_tx_wrap
+	// MigrationsReplica (_migrations_replica) is what the first connect
+	// does on a LiteFS replica whose database is behind the migrations:
+	// open it (ReplicaOpen, the default; "" means open) or wait for the
+	// primary's migration to arrive (ReplicaWait).
+	MigrationsReplica ReplicaMigrations
 
 	// MigrationsFS, when set, is the migration source (golang-migrate iofs
 	// layout: NNN_name.up.sql / NNN_name.down.sql at its root).
@@ -213,7 +221,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_mode", field: "Mode", kind: "`off` \\| `local` \\| `require`", def: string(ModeLocal),
-		doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`.",
+		doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`. On a LiteFS mount `local` fails as `require` does.",
 		set: func(c *Config, v string) string {
 			switch m := Mode(v); m {
 			case ModeOff, ModeLocal, ModeRequire:
@@ -276,7 +284,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_sidecar_dir", field: "SidecarDir", kind: "absolute directory", def: "",
-		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database: for a database in a mount that accepts only database files (LiteFS). Every process that opens the file must give the same directory.",
+		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory. Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in `$TMPDIR/cleolease` (`/tmp/cleolease`), and the first lease write proves that every process of the host derived that same directory (`ErrSidecarDir` otherwise, as where the filesystem ignores the liveness files' locks).",
 		set: func(c *Config, v string) string {
 			if !filepath.IsAbs(v) {
 				return "must be an absolute directory path"
@@ -345,6 +353,24 @@ var leaseParams = []leaseParam{
 			return ""
 		},
 		get: func(c *Config) string { return strconv.FormatBool(c.MigrationsNoTxWrap) },
+	},
+	{
+		name: "_migrations_replica", field: "MigrationsReplica", kind: "`open` \\| `wait`", def: string(ReplicaOpen),
+		doc: "what the first connect does on a LiteFS replica whose copy of the database is behind this program's migrations (which cannot run there): `open` opens it, with a warning naming the file and both versions; reads work and writes fail with `*ReplicaError`. `wait` waits, bounded by the connect's context, until the primary's migration has reached the replica.",
+		set: func(c *Config, v string) string {
+			switch r := ReplicaMigrations(v); r {
+			case ReplicaOpen, ReplicaWait:
+				c.MigrationsReplica = r
+				return ""
+			}
+			return "must be open or wait"
+		},
+		get: func(c *Config) string {
+			if c.MigrationsReplica == "" {
+				return string(ReplicaOpen)
+			}
+			return string(c.MigrationsReplica)
+		},
 	},
 	{
 		name: "_migrations_table", field: "MigrationsTable", kind: "identifier", def: DefaultMigrationsTable,

@@ -25,7 +25,8 @@ import (
 //     aliases of the engine's types.
 //   - SQLite's own errors (sqlite3.Error) are returned unchanged, as
 //     go-sqlite3 returns them (err.(sqlite3.Error) works), opening errors
-//     included; only errors cleolease originates (lease, DSN, Config,
+//     included, except a write a LiteFS replica refused: a *ReplicaError
+//     (replica.go) that wraps SQLite's error; only errors cleolease originates (lease, DSN, Config,
 //     migration errors) name the file.
 
 // Lease errors, re-exported from the lease engine.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/litefstest"
@@ -101,6 +102,7 @@ func TestLiteFSNoConfiguration(t *testing.T) {
 	for _, w := range ws {
 		w.expect("READY")
 	}
+	start := time.Now()
 	for _, w := range ws {
 		w.send("go")
 	}
@@ -115,14 +117,16 @@ func TestLiteFSNoConfiguration(t *testing.T) {
 			t.Errorf("worker: %d commits, %d errors, first: %s", ok, bad, strings.Join(f[3:], " "))
 		}
 	}
+	took := time.Since(start)
+	t.Logf("%d processes x %d increments: %s, %.0f commits/s (a figure, not a check)", procs, n, took.Round(time.Millisecond), float64(commits)/took.Seconds())
 	onlySQLiteFiles(t, c.Primary.Mount)
 	if got := liteFSQuery(t, c, `SELECT n FROM counter WHERE id = 1`); got != procs*n || commits != procs*n || fails != 0 {
 		t.Fatalf("counter %d, %d commits, %d errors; want %d, %d, 0", got, commits, fails, procs*n, procs*n)
 	}
-	nonces, _ := filepath.Glob(filepath.Join(tmp, "cleolease", "app.db-*-cleolease.nonce"))
-	sidecars, _ := filepath.Glob(filepath.Join(tmp, "cleolease", "app.db-*-cleolease"))
-	if len(nonces) != 1 || len(sidecars) != 1 {
-		t.Errorf("derived directory holds nonces %v and sidecars %v; want one of each", nonces, sidecars)
+	// The workers have exited (the last one removes the liveness files);
+	// the nonce stays.
+	if nonces, _ := filepath.Glob(filepath.Join(tmp, "cleolease", "app.db-*-cleolease.nonce")); len(nonces) != 1 {
+		t.Errorf("derived directory holds nonces %v; want one", nonces)
 	}
 }
 
@@ -138,10 +142,18 @@ func TestLiteFSNoConfiguration(t *testing.T) {
 func TestLiteFSOtherDirectoryRefused(t *testing.T) {
 	c := litefstest.Start(t)
 	dsn := liteFSDB(t, c)
-	a := startChild(t, "intercept-hold", dsn, "TMPDIR="+testdir.New(t))
+	tmpA := testdir.New(t)
+	a := startChild(t, "intercept-hold", dsn, "TMPDIR="+tmpA)
 	a.expect("READY")
 	a.send("acquire")
 	a.expect("HELD")
+	// The holder's liveness files and nonce are in its derived directory.
+	sidecars, _ := filepath.Glob(filepath.Join(tmpA, "cleolease", "app.db-*-cleolease"))
+	lockDirs, _ := filepath.Glob(filepath.Join(tmpA, "cleolease", "app.db-*-cleolease.d")) // the portable tier's
+	nonces, _ := filepath.Glob(filepath.Join(tmpA, "cleolease", "app.db-*-cleolease.nonce"))
+	if len(nonces) != 1 || len(sidecars)+len(lockDirs) == 0 {
+		t.Errorf("the holder's derived directory holds nonces %v, sidecars %v and lock directories %v; want one nonce and the liveness files", nonces, sidecars, lockDirs)
+	}
 	b := startChild(t, "intercept-hold", dsn, "TMPDIR="+testdir.New(t))
 	b.expect("READY")
 	b.send("tx b")
@@ -160,4 +172,18 @@ func TestLiteFSOtherDirectoryRefused(t *testing.T) {
 		t.Fatalf("%d items; want the holder's only", got)
 	}
 	onlySQLiteFiles(t, c.Primary.Mount)
+
+	// On the replica, a process of yet another directory still reads:
+	// the proof runs only in lease transactions that write anyway.
+	litefstest.WaitReplicated(t, "app.db", c.Primary, c.Replica)
+	t.Setenv("TMPDIR", testdir.New(t))
+	db, err := sql.Open("cleolease", "file:"+c.Replica.Path("app.db")+"?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM items`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("read on the replica: %d items, %v; want 1", n, err)
+	}
 }

@@ -197,6 +197,9 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 			if err == nil && mig != nil {
 				err = migrate.Run(rctx, opts, mig.Migrate)
 			}
+			if err != nil {
+				err = c.migrationsOnReplica(rctx, err, opts, ok)
+			}
 			cancel()
 			st.mu.Lock()
 			if st.run == r {

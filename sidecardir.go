@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/cleocode/cleolease/internal/platform"
 )
 
 // A LiteFS mount keeps only SQLite's own files, and its locks outside
@@ -23,7 +24,7 @@ import (
 // sticky bit, as /tmp is, so that processes of several users can share
 // it (each file keeps its database's permission bits). Tests replace it.
 var derivedSidecarDir = func() (string, error) {
-	dir := filepath.Join(os.TempDir(), "cleolease")
+	dir := platform.LiteFSSidecarDir()
 	err := os.Mkdir(dir, 0o700)
 	switch {
 	case err == nil:

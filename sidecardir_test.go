@@ -64,12 +64,13 @@ func TestLiteFSSidecarDirDerived(t *testing.T) {
 	}
 }
 
-// The real derivation: "cleolease" in $TMPDIR, created with the sticky
+// The real derivation: "cleolease" in the temporary directory, created with the sticky
 // bit and world-writable (as /tmp), the same on every call.
 func TestDerivedSidecarDir(t *testing.T) {
 	tmp := testdir.New(t)
-	t.Setenv("TMPDIR", tmp)
-	t.Setenv("TMP", tmp) // what os.TempDir reads first on Windows (GetTempPath2)
+	t.Setenv("TMPDIR", tmp) // os.TempDir: $TMPDIR on Unix, %TMP% or %TEMP% on Windows
+	t.Setenv("TMP", tmp)
+	t.Setenv("TEMP", tmp)
 	a, err := derivedSidecarDir()
 	if err != nil {
 		t.Fatal(err)

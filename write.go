@@ -54,7 +54,7 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 		}
 		if err := lc.beginImmediate(ctx, h); err != nil {
 			releaseHold(h)
-			return leasedWrite{}, err
+			return leasedWrite{}, lc.c.replicaError(err)
 		}
 		if h == nil {
 			return w, nil
@@ -89,15 +89,15 @@ const maxRetakes = 2
 func (w *leasedWrite) finish(runErr error) error {
 	defer w.release()
 	if !w.fenced {
-		return runErr
+		return w.lc.c.replicaError(runErr)
 	}
 	if runErr != nil {
 		if !w.lc.SQLiteConn.AutoCommit() {
 			w.lc.commitFenced(w.fence) // rolls back when it cannot commit
 		}
-		return runErr
+		return w.lc.c.replicaError(runErr)
 	}
-	return w.lc.commitFenced(w.fence)
+	return w.lc.c.replicaError(w.lc.commitFenced(w.fence))
 }
 
 // abort rolls back the transaction the write opened and releases the

@@ -30,7 +30,9 @@ type AcquireOptions struct {
 // made); *Error wrapping ErrUnavailable at the wait bound when
 // opts.Require; ErrFileChanged when the file was replaced; ErrUntrusted
 // for tables it cannot trust. At the wait bound without Require the result
-// is a degraded Hold (Degraded() true, Epoch 0), logged and counted.
+// is a degraded Hold (Degraded() true, Epoch 0), logged and counted —
+// except on a replicated file (Options.Replicated), where it is
+// ErrUnavailable as with Require.
 func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
 	if root := holdFrom(ctx, e, scope, lane); root != nil {
 		root.l.mu.Lock()
@@ -42,6 +44,12 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		return nil, err
 	}
 	l := e.lane(scope, lane)
+	if g := l.enterHeld(); g != nil {
+		e.stats.Grants.Add(1)
+		e.stats.FastGrants.Add(1)
+		e.stats.observeWait(0)
+		return &Hold{l: l, g: g, gateHeld: true}, nil
+	}
 	bound := &waitBound{wait: opts.Wait}
 	defer bound.stop()
 	if err := l.enter(ctx, bound); err != nil {
@@ -84,19 +92,24 @@ func (l *laneState) ctxErr(err error, waited time.Duration) error {
 }
 
 // unavailable ends a wait that reached opts.Wait after waited: an
-// ErrUnavailable in mode require, else a degraded Hold, logged at warning
-// level with the file, the lane, the wait and the holder waited on.
+// ErrUnavailable in mode require and on a replicated file
+// (Options.Replicated: never a degraded grant there, see takeover.go),
+// else a degraded Hold, logged at warning level with the file, the lane,
+// the wait and the holder waited on.
 func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
 	l.mu.Lock()
 	who := l.lastWaitInfo
 	l.mu.Unlock()
-	if opts.Require {
+	if opts.Require || l.e.opts.Replicated {
 		if gateHeld {
 			l.leave()
 		}
 		l.e.stats.Unavailable.Add(1)
-		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable,
-			fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait))
+		why := fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait)
+		if !opts.Require {
+			why = fmt.Sprintf("a holder that looks alive did not release within %s, and on a replicated file (LiteFS) no write goes ahead without the lease: the holder may be a former primary's process, alive on another node", opts.Wait)
+		}
+		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable, why)
 		err.Holder = who
 		return nil, err
 	}
@@ -104,6 +117,23 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
 		"scope", l.scope, "lane", l.lane, "waited", waited, "wait", opts.Wait, "holder", who)
 	return &Hold{l: l, gateHeld: gateHeld}, nil
+}
+
+// enterHeld is Acquire's fast path, under one lock: when the gate is free
+// with nobody queued for it and this process still holds the row (not
+// known lost), it takes the gate, starts the hold (depth 1) and returns the
+// row; otherwise nil, and Acquire takes the way through enter and
+// ensureRow.
+func (l *laneState) enterHeld() *grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.row
+	if l.closing || l.busy || l.waiters.Len() > 0 || g == nil || g.lost.Load() {
+		return nil
+	}
+	l.busy = true
+	l.depth = 1
+	return g
 }
 
 // ensureRow makes this process the holder of the lane's row; the caller

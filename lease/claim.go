@@ -400,7 +400,7 @@ func (c *claimRun) watchExit(pid int64) {
 		return
 	}
 	c.stopExitWatch()
-	c.exitPID, c.exitStop = pid, c.l.e.bell.watchExit(pid)
+	c.exitPID, c.exitStop = pid, c.l.e.bell.exitWatch(pid)
 }
 
 // stopExitWatch ends the claim's exit watch, if any.
@@ -436,7 +436,9 @@ func (c *claimRun) abandonWith(ctx context.Context, cause error) (*grant, error)
 	l := c.l
 	c.unlockWant() // first: see leaveQueue
 	g, err := c.quit(ctx)
-	if err != nil {
+	if err != nil && !(WriteRefused(err) && WriteRefused(cause)) {
+		// (A file that refused the claim refuses its cleanup too: the
+		// claim wrote no queue row there.)
 		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
 	}
 	if g != nil {
@@ -485,7 +487,9 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 // committed the grant before this transaction, which then finds it. Transient failures (I/O
 // error, disk full, busy) are retried for up to 5s: a queue row left
 // behind by a live process that no longer waits could later be handed the
-// lane, and keep it.
+// lane, and keep it. A file that refuses writes (WriteRefused: a LiteFS
+// replica) is not retried: it refused the claim that would have written
+// the row.
 func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -493,7 +497,7 @@ func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	for {
 		g, err = l.tryLeaveQueue(cctx)
 		var se sqlite3.Error
-		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || bo.sleep(cctx, nil) != nil {
+		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || WriteRefused(err) || bo.sleep(cctx, nil) != nil {
 			return g, err
 		}
 	}

@@ -77,10 +77,20 @@
 // stepped back (by more than the time since the last grant; within one
 // process the high-water mark covers even that); across hosts, when their
 // clocks differ by less than the time between the last grant of one and
-// the first of the other. A grant that finds the lane's row is not
-// floored: a copy of the file that missed the last grants (a LiteFS
-// replica promoted before they arrived) hands out its row's epoch + 1. See
-// epochFloor in recreate.go.
+// the first of the other. See epochFloor in recreate.go.
+//
+// A copy of the file that missed the last grants (a LiteFS replica
+// promoted before they arrived; a file that lost its last commits at a
+// power loss) would hand out its row's epoch + 1 again. So a grant that
+// takes a lane over from a row written during another boot (another
+// host's, or this host's before a restart) takes the floor too, and on a
+// replicated file (Options.Replicated: a LiteFS mount) every grant but a
+// hand-off does: after a failover the first grant of every lane on the new
+// primary is a claim or a reclaim, never a hand-off, so it exceeds every
+// epoch the former primary issued, under the same clock bound. A
+// replicated file never makes a degraded grant either: a holder that
+// looks alive may be a former primary's process on another node of this
+// host (see takeover.go).
 //
 // The operating-system mechanisms — liveness locks, the datagram doorbell,
 // file and process watches, process and file identity — live in
@@ -104,8 +114,9 @@
 //     holds re-enter a grant already held through the context (WithHold).
 //   - epoch: the fencing token, strictly increasing per (scope, lane),
 //     never reused: every claim, hand-off and reclaim writes epoch + 1; a
-//     lane's first row (or one recreated after its rows were deleted)
-//     starts at the clock floor (see above).
+//     lane's first row (or one recreated after its rows were deleted), a
+//     takeover of a row of another boot, and on a replicated file every
+//     grant but a hand-off, take at least the clock floor (see above).
 //   - fencing: the check, inside the writer's own transaction, that its
 //     (holder, epoch) is still the active row (Hold.FenceBegin and
 //     Fencing.Check; Hold.Fence for a caller that cannot check at BEGIN).

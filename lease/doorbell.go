@@ -43,8 +43,9 @@ import (
 // transport (the build tag cleolease_pollwake) they poll with a
 // capped back-off (pollWakeMin to fallbackPoll).
 type doorbell struct {
-	bell  platform.Bell      // nil: no transport
-	watch platform.FileWatch // nil: no file watch
+	bell      platform.Bell      // nil: no transport
+	watch     platform.FileWatch // nil: no file watch
+	watchExit func(pid int64, exited func()) (stop func(), err error)
 
 	mu sync.Mutex
 	ch chan struct{}
@@ -84,18 +85,18 @@ type registration struct {
 // where the platform allows; with no liveness locks (locks nil) it does
 // neither, and waiters poll. sideBase names the liveness files
 // (sidecarBase), dbPath the database.
-func newDoorbell(locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string), onQuery func(reply, scope, lane string)) *doorbell {
-	b := &doorbell{ch: make(chan struct{}), onWait: onWait, onGrant: onGrant, onLook: onLook, onQuery: onQuery}
+func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string), onQuery func(reply, scope, lane string)) *doorbell {
+	b := &doorbell{ch: make(chan struct{}), watchExit: seams.watchExit, onWait: onWait, onGrant: onGrant, onLook: onLook, onQuery: onQuery}
 	if locks == nil {
 		return b
 	}
-	if bell, err := platform.ListenBell(sideBase, holderID, file); err == nil {
+	if bell, err := seams.listenBell(sideBase, holderID, file); err == nil {
 		b.bell = bell
 		b.wg.Add(1)
 		go b.recv()
 	}
 	if p := locks.WatchPath(); p != "" {
-		if w, err := platform.WatchFiles(p, dbPath, b.wake); err == nil {
+		if w, err := seams.watchFiles(p, dbPath, b.wake); err == nil {
 			b.watch = w
 		}
 	}
@@ -301,11 +302,11 @@ func (b *doorbell) closes() int64 {
 
 // watchExit rings when process pid exits, until stop is called; nil when
 // the platform cannot tell, or the file watch already reports exits.
-func (b *doorbell) watchExit(pid int64) (stop func()) {
-	if b.watch != nil || pid <= 0 {
+func (b *doorbell) exitWatch(pid int64) (stop func()) {
+	if b.watch != nil || pid <= 0 || b.watchExit == nil {
 		return nil
 	}
-	stop, err := platform.WatchExit(pid, func() {
+	stop, err := b.watchExit(pid, func() {
 		b.exits.Add(1)
 		b.wake()
 	})

@@ -70,6 +70,15 @@ type Options struct {
 	// Break, or StealAfterTTL once its heartbeat is older than its TTL,
 	// takes its lane.
 	RemoteHolders bool
+	// Replicated says that the file is replicated to other hosts that may
+	// become its writer (a LiteFS mount): every grant that is not a
+	// hand-off by this process takes the epoch floor, so that epochs
+	// handed out after a failover exceed those of the former primary,
+	// even those its replicas never received (takeoverFloor); and no grant
+	// is ever degraded: at the wait bound Acquire fails with
+	// ErrUnavailable as with Require, since a holder that looks alive may
+	// be a former primary's process, alive on another node of this host.
+	Replicated bool
 	// StealAfterTTL, an explicit opt-in, lets a waiter reclaim a lane whose
 	// heartbeat is older than the holder's TTL even when the holder is
 	// provably alive (hung). Writes stay safe (fencing); external side
@@ -112,8 +121,15 @@ type Engine struct {
 	lanes  map[laneKey]*laneState
 	refs   int
 	closed bool
+	// lastLane is the lane lane() returned last (lanes are never removed),
+	// so that a process writing one lane finds it without e.mu or a hash.
+	lastLane atomic.Pointer[laneState]
 
 	fileGone atomic.Bool // the path no longer names this engine's file
+	// schemaPending: the lease tables were missing or incomplete at Open
+	// and the file refused the write that creates them (refused.go); the
+	// next lease write creates them first (tryImmediate).
+	schemaPending atomic.Bool
 	// hbCtx ends when Close stops the heartbeat (hbStop), cutting short a
 	// beat that SQLITE_BUSY holds up.
 	hbCtx  context.Context
@@ -123,6 +139,38 @@ type Engine struct {
 	// hook injects faults in tests: consulted by fault before each named
 	// lease statement (see immediateOp); nil in production.
 	hook atomic.Pointer[func(op string) error]
+
+	// os is where the engine gets its operating-system pieces (the real
+	// ones in production; see osSeams).
+	os osSeams
+}
+
+// osSeams are the operating-system pieces an Engine is built from: its
+// holder identity, its liveness evidence, its datagram doorbell and its
+// file and exit watches. Open uses the real ones (realSeams); a test gives
+// an engine simulated ones to run several independent engines, each its
+// own process as far as the protocol can tell, in one test process.
+type osSeams struct {
+	holderID string // the engine's holder id
+	pid      int64  // the pid its rows record
+	// shared says that the engine is this process's engine of its file
+	// (registered, so that every Open of the file shares it).
+	shared     bool
+	openLocks  func(base string, mode os.FileMode, slot int64) (platform.Locks, error)
+	listenBell func(base, holderID string, file platform.FileID) (platform.Bell, error)
+	watchFiles func(sidecar, dbPath string, changed func()) (platform.FileWatch, error)
+	watchExit  func(pid int64, exited func()) (stop func(), err error)
+}
+
+// realSeams are the operating system's own pieces, for this process.
+func realSeams() osSeams {
+	return osSeams{
+		holderID: processHolderID, pid: int64(os.Getpid()), shared: true,
+		openLocks: func(base string, mode os.FileMode, slot int64) (platform.Locks, error) {
+			return openLocks(base, mode, slot)
+		},
+		listenBell: platform.ListenBell, watchFiles: platform.WatchFiles, watchExit: platform.WatchExit,
+	}
 }
 
 type laneKey struct{ scope, lane string }
@@ -155,11 +203,19 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 }
 
 // Open returns the engine of the file at opts.Path, creating it on first
-// use in this process (bootstrapping the lease tables) and counting a
-// reference otherwise. Each Open must be paired with Close. Errors:
+// use in this process (bootstrapping the lease tables, unless the file
+// refuses writes: then the first lease write creates them, see
+// refused.go) and counting a reference otherwise. Each Open must be paired with Close. Errors:
 // ErrIndexMissing (tampered tables), ErrFileChanged, or the SQLite / file
 // system error that prevented it, wrapped in *Error.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
+	return openWith(ctx, opts, realSeams())
+}
+
+// openWith is Open with the operating-system pieces seams. An engine whose
+// seams are not shared is never registered: each such open makes a new
+// engine, which Close ends.
+func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error) {
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Second
 	}
@@ -181,7 +237,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if e := registry[key]; e != nil {
+	if e := registry[key]; e != nil && seams.shared {
 		if e.opts.Driver != opts.Driver {
 			return nil, &Error{Op: "open", Path: resolved, Err: ErrDriverMismatch,
 				Reason: "this process already opened the file with another base driver; the engine's connection runs the first one's ConnectHook"}
@@ -193,11 +249,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		opts: opts, path: resolved, dev: dev, ino: ino, key: key,
-		holderID: processHolderID, pid: int64(os.Getpid()), start: procIdentity(),
+		holderID: seams.holderID, pid: seams.pid, start: procIdentity(),
 		clock: opts.Clock, log: opts.Logger,
-		lanes: map[laneKey]*laneState{}, refs: 1,
+		lanes: map[laneKey]*laneState{}, refs: 1, os: seams,
 	}
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
+	if f := openHook; f != nil {
+		e.setHook(f)
+	}
 	if !opts.MemoryOnly {
 		if err := e.openStore(ctx); err != nil {
 			e.hbStop()
@@ -206,9 +265,16 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.wg.Add(1)
 		go e.heartbeatLoop()
 	}
-	registry[key] = e
+	if seams.shared {
+		registry[key] = e
+	}
 	return e, nil
 }
+
+// openHook, when set (by tests only), is the fault hook every new engine
+// starts with (see setHook), so that a test can inject errors into the
+// statements Open runs.
+var openHook func(op string) error
 
 // openLocks opens the liveness evidence (platform.OpenLocks; tests give
 // it another OS's answers).
@@ -221,7 +287,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	base := sidecarBase(e.path, e.dev, e.ino, e.opts.SidecarDir)
 	e.base = base
-	locks, err := openLocks(base, mode, slotFor(e.holderID))
+	locks, err := e.os.openLocks(base, mode, slotFor(e.holderID))
 	if errors.Is(err, platform.ErrTierConflict) {
 		return &Error{Op: "open", Path: e.path, Err: ErrTierConflict,
 			Reason: "build every program that shares the file with the same cleolease_portable build tag"}
@@ -247,13 +313,22 @@ func (e *Engine) openStore(ctx context.Context) error {
 		mark = locks.Mark()
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
-	e.bell = newDoorbell(locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
+	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.conn = &leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver}
 	e.db = sql.OpenDB(e.conn)
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
-	if err := e.bootstrap(ctx); err != nil {
+	err = e.bootstrap(ctx)
+	if WriteRefused(err) {
+		// A LiteFS replica, say: open for reads, create the tables at the
+		// first lease write (which the file refuses too, until it takes
+		// writes).
+		e.schemaPending.Store(true)
+		e.logf(slog.LevelDebug, "cleolease: the file refuses writes; the lease tables will be created by the first lease write", "err", err.Error())
+		err = nil
+	}
+	if err != nil {
 		e.db.Close()
 		e.bell.close()
 		if e.locks != nil {
@@ -375,7 +450,9 @@ func (e *Engine) Close() error {
 	last := e.refs == 0
 	if last {
 		e.closed = true
-		delete(registry, e.key)
+		if registry[e.key] == e {
+			delete(registry, e.key)
+		}
 	}
 	lanes := make([]*laneState, 0, len(e.lanes))
 	for _, l := range e.lanes {
@@ -415,6 +492,9 @@ func (e *Engine) knownLane(scope, lane string) *laneState {
 }
 
 func (e *Engine) lane(scope, lane string) *laneState {
+	if l := e.lastLane.Load(); l != nil && l.scope == scope && l.lane == lane {
+		return l
+	}
 	k := laneKey{scope, lane}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -423,6 +503,7 @@ func (e *Engine) lane(scope, lane string) *laneState {
 		l = newLane(e, scope, lane)
 		e.lanes[k] = l
 	}
+	e.lastLane.Store(l)
 	return l
 }
 
@@ -473,8 +554,15 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 
 // tryImmediate is one attempt of immediateOp. When the lease tables were
 // dropped since the engine created them (missingTable), it recreates them
-// and tries once more.
+// and tries once more; when Open could not create them (schemaPending), it
+// creates them first.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	if op != "bootstrap" && e.schemaPending.Load() {
+		if err := e.bootstrap(ctx); err != nil {
+			return err
+		}
+		e.schemaPending.Store(false)
+	}
 	err := e.tryImmediateOnce(ctx, op, fn)
 	if op != "bootstrap" && missingTable(err) {
 		if err := e.recreate(ctx); err != nil {

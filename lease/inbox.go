@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -123,13 +125,15 @@ func (e *Engine) lookArrived(scope, lane string) {
 	}
 }
 
-// takePending removes and returns the registrations this process holds.
+// takePending removes and returns the registrations this process holds,
+// in holder-id order (not the map's random one, so that a seeded
+// simulation replays the same steps: sim_test.go).
 func (l *laneState) takePending() []registration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	regs := make([]registration, 0, len(l.pending))
-	for _, r := range l.pending {
-		regs = append(regs, r)
+	for _, id := range slices.Sorted(maps.Keys(l.pending)) {
+		regs = append(regs, l.pending[id])
 	}
 	l.pending = nil
 	return regs
@@ -175,12 +179,9 @@ func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
 // holder to, which orders them at its own hand-off; otherwise they would
 // wait for this process's next one. When the lane was released instead
 // (to is ""), their waiters are told to look: the lane is free to claim.
+// They go in holder-id order (takePending).
 func (l *laneState) forwardPending(to string) {
-	l.mu.Lock()
-	regs := l.pending
-	l.pending = nil
-	l.mu.Unlock()
-	for _, r := range regs {
+	for _, r := range l.takePending() {
 		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
 		switch {
 		case r.ID == to || !l.stillWaiting(h, false) || !l.e.probe(h).alive():

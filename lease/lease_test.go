@@ -180,6 +180,27 @@ func TestWaitBoundModes(t *testing.T) {
 	}
 }
 
+// On a replicated file (LiteFS) the wait bound never makes a degraded
+// grant, even in mode local: a holder that looks alive may be a former
+// primary's process, and no write goes ahead without the lease.
+func TestWaitBoundReplicatedNeverDegrades(t *testing.T) {
+	path := newDB(t)
+	holder := startChild(t, "hold", path)
+	holder.expect("held")
+	e := openEngine(t, path, func(o *Options) { o.Replicated = true })
+	h, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Priority: 100, Wait: 50 * time.Millisecond})
+	var le *Error
+	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &le) || le.Holder == "" || !strings.Contains(le.Reason, "replicated") {
+		if h != nil {
+			h.Release()
+		}
+		t.Fatalf("local on a replicated file: %v (degraded %v); want ErrUnavailable naming the holder", err, h != nil && h.Degraded())
+	}
+	if s := e.Stats(); s.Degraded != 0 || s.Unavailable != 1 {
+		t.Fatalf("counters %+v", s)
+	}
+}
+
 func TestKilledHolderIsReclaimedWithoutTTL(t *testing.T) {
 	path := newDB(t)
 	holder := startChild(t, "hold", path)

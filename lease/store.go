@@ -121,9 +121,11 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	}
 	const fields = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbeat_at = ?5, ttl_ms = ?6,
 		reentrancy_depth = 1, active = 1, holder_start = ?7, holder_slot = ?8`
-	const set = fields + `,
-		epoch = (SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
+	// next is the lane's highest epoch + 1; floor is ?12 (takeoverFloor).
+	const next = `(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
+	const set = fields + `, epoch = max(` + next + `, ?12)`
 	args := []any{l.scope, l.lane, h.ID, h.PID, now, ttl, start, slot}
+	floor := l.takeoverFloor(prev)
 	var g grant
 	var err error
 	if prev != nil {
@@ -131,11 +133,11 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 		if a.ifQueueEmpty {
 			guard = ` AND NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2)`
 		}
-		args = append(args, prev.id, prev.h.ID, prev.epoch)
+		args = append(args, prev.id, prev.h.ID, prev.epoch, floor)
 		// The common case: no row of the lane carries a higher epoch than
 		// prev, so the next one is prev's + 1. Checked in the statement,
 		// which is several times cheaper than the max() subquery in SET.
-		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+fields+`, epoch = ?11 + 1
+		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+fields+`, epoch = max(?11 + 1, ?12)
 			WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1`+guard+`
 			AND NOT EXISTS (SELECT 1 FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND epoch > ?11)
 			RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
@@ -148,9 +150,13 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 			return nil, errLostRow
 		}
 	} else {
-		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+set+`
+		// The newest released row is reused; one a holder of another boot
+		// released (SET reads the row's values before the update) takes
+		// the floor too (see takeoverFloor).
+		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+fields+`, epoch = max(`+next+`,
+				CASE WHEN holder_start IS NOT NULL AND substr(holder_start, 1, length(?10)) <> ?10 THEN ?11 ELSE ?12 END)
 			WHERE id = (SELECT id FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 0 ORDER BY epoch DESC LIMIT 1)
-			RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
+			RETURNING id, epoch`, append(args, nil, bootPrefix(), l.epochFloor(), floor)...).Scan(&g.id, &g.epoch)
 		if err == sql.ErrNoRows {
 			err = c.QueryRowContext(ctx, `INSERT INTO _writer_leases
 				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)

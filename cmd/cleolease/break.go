@@ -59,7 +59,7 @@ ending that process (kill it) frees the database.`,
 			if cmd.Flags().Changed("epoch") && epoch <= 0 {
 				return usagef("--epoch must be positive")
 			}
-			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDir, scope, lane, epoch, force, timeout)
+			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDirFor(args[0], sidecarDir), scope, lane, epoch, force, timeout)
 		}),
 	}
 	f := cmd.Flags()
@@ -67,7 +67,7 @@ ending that process (kill it) frees the database.`,
 	f.StringVar(&lane, "lane", "", "lane to release (required)")
 	f.BoolVar(&force, "force", false, "break even a holder that looks alive (see 'cleolease status')")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for SQLite's write lock")
-	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir)")
+	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir; on a LiteFS mount, by default, the one they derive there)")
 	f.Int64Var(&epoch, "epoch", 0, "break only if this epoch (from 'cleolease status') is still the active one")
 	return cmd
 }

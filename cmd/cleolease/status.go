@@ -98,7 +98,7 @@ reason.
 			if !migrate.ValidTableName(table) {
 				return usagef("--table %q is not a plain SQL identifier", table)
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDir, table, asJSON, watch)
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDirFor(args[0], sidecarDir), table, asJSON, watch)
 		}),
 	}
 	f := cmd.Flags()
@@ -106,7 +106,7 @@ reason.
 	f.DurationVar(&watch, "watch", 0, "refresh every interval until interrupted (alone: every 1s)")
 	f.Lookup("watch").NoOptDefVal = "1s"
 	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
-	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir)")
+	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir; on a LiteFS mount, by default, the one they derive there)")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,15 +15,24 @@ import (
 // MaxPID is the largest pid the kernel hands out (PID_MAX_LIMIT).
 const MaxPID = 1 << 22
 
-// BootID returns the kernel's boot id (/proc/sys/kernel/random/boot_id),
-// or "?" when it cannot be read.
+// BootID returns the kernel's boot id (/proc/sys/kernel/random/boot_id,
+// read once: it does not change while a process runs), or "?" when it
+// cannot be read; in a test process that called SetTestBootID, the id it
+// gave (hostid_linux.go).
 func BootID() string {
+	if id := testBootID.Load(); id != nil {
+		return *id
+	}
+	return kernelBootID()
+}
+
+var kernelBootID = sync.OnceValue(func() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "?"
 	}
 	return string(bytes.TrimSpace(b))
-}
+})
 
 // PIDNamespace returns this process's pid namespace ("pid:[4026531836]"):
 // a pid recorded in another namespace means nothing here.

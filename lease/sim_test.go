@@ -1,0 +1,731 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/internal/testdir"
+)
+
+// The deterministic simulation (issue 24, "Safety first"). Several real
+// Engines — each with its own holder id, liveness lock, doorbell and clock
+// (osSeams, sim_os_test.go) — share one SQLite file in one test process,
+// inside a synctest bubble (so every timer, back-off and TTL runs on the
+// bubble's fake clock). Every step an engine takes into its OS seams and
+// every lease statement (the fault hook) parks at a gate; after the
+// bubble is idle the scheduler, driven by a seeded generator, picks one
+// thing to happen: a parked step goes on (sometimes with SQLITE_BUSY or
+// an I/O error injected into a lease statement), a datagram in flight is
+// delivered, lost or duplicated, a datagram is forged (a grant nobody
+// made, a registration in another process's name, a replay), a process is
+// killed (its lock and socket go, every later step of it fails) or later
+// restarted under a new identity, stopped and resumed (its steps held
+// back while time passes its TTL), a lane is broken (Break, forced), a
+// process's wall clock is stepped, or time passes. Each process's worker
+// writes under its Hold through the real entry points: Acquire,
+// FenceBegin, Fencing.Check, COMMIT, Committed, Release.
+//
+// After every step it checks, reading the file:
+//   - every committed write carries the (holder, epoch) that was the
+//     lane's active row when it committed (read inside the committing
+//     transaction, after the fencing check, just before COMMIT);
+//   - committed writes never go back in epoch, and no epoch is written by
+//     two holders;
+//   - the active row's epoch only grows;
+//   - at most one live process holds a grant that matches the active row
+//     (can commit).
+//
+// And it counts, for issue 24 item 3, the data transactions in which the
+// lane's row at COMMIT differed from the row read right after BEGIN
+// IMMEDIATE (rowMoved): a change only the transaction itself could make.
+//
+// CLEOLEASE_SIM_STEPS sets the steps per seed and CLEOLEASE_SIM_SEEDS the
+// number of seeds of TestSimulation (defaults: a short run for CI).
+
+// simDebug lists every runnable gate in the trace.
+var simDebug = os.Getenv("CLEOLEASE_SIM_DEBUG") != ""
+
+// simTTL is the simulated engines' TTL (the heartbeat runs every TTL/3).
+const simTTL = 300 * time.Millisecond
+
+// simConfig is one simulation run.
+type simConfig struct {
+	seed    int64
+	steps   int
+	procs   int
+	journal string // SQLite journal_mode: "WAL" or "DELETE"
+	stops   bool   // stop and resume processes (see step)
+	// recommit has some writes run COMMIT and BEGIN in the middle of their
+	// transaction, as a caller's SQL may (see recommit).
+	recommit bool
+}
+
+// simResult is what a run found.
+type simResult struct {
+	trace      []string // one line per step: what the scheduler chose
+	violations []string
+	commits    int // committed writes
+	rowMoved   int // transactions whose lease row changed between BEGIN and COMMIT
+	kills      int
+	breaks     int
+	fenced     int // writes refused by a fencing check (FenceBegin or Check)
+	skipped    int // checks skipped because the checker's read was busy
+	self       int // writes whose check before COMMIT took a changed row for the transaction's own change
+}
+
+func (r *simResult) violate(step int, format string, args ...any) {
+	r.violations = append(r.violations, fmt.Sprintf("step %d: ", step)+fmt.Sprintf(format, args...))
+}
+
+// simWorld is the scheduler and the checker of one run.
+type simWorld struct {
+	cfg     simConfig
+	rng     *rand.Rand
+	os      *simOS
+	path    string
+	dsn     string
+	steal   bool
+	linger  time.Duration
+	res     *simResult
+	checkDB *sql.DB
+	wg      sync.WaitGroup
+	gens    []int
+
+	lastWrite   int64
+	lastEpoch   int64 // epoch of the last committed write
+	rowEpoch    int64 // epoch of the active row last seen
+	epochHolder map[int64]string
+	delivered   []simDatagram // recent datagrams, for replays
+	mu          sync.Mutex    // guards res counters the workers bump
+}
+
+// newSimDB creates the file of a run, outside the bubble.
+func newSimDB(t *testing.T, journal string) string {
+	p := filepath.Join(testdir.New(t), "sim.db")
+	db, err := sql.Open("sqlite3", "file:"+p+"?_journal_mode="+journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE sim_writes(id INTEGER PRIMARY KEY, proc INTEGER, holder TEXT, epoch INTEGER,
+		begin_holder TEXT, begin_epoch INTEGER, commit_holder TEXT, commit_epoch INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runSim runs cfg inside a synctest bubble and returns its findings.
+func runSim(t *testing.T, cfg simConfig) *simResult {
+	path := newSimDB(t, cfg.journal)
+	res := &simResult{}
+	synctest.Test(t, func(t *testing.T) {
+		w := &simWorld{cfg: cfg, rng: rand.New(rand.NewSource(cfg.seed)), os: newSimOS(), path: path,
+			dsn: "file:" + path + "?_journal_mode=" + cfg.journal + "&_busy_timeout=0", res: res,
+			epochHolder: map[int64]string{}}
+		w.steal = w.rng.Intn(2) == 0
+		w.linger = []time.Duration{0, 2 * time.Millisecond, 20 * time.Millisecond}[w.rng.Intn(3)]
+		res.trace = append(res.trace, fmt.Sprintf("config steal=%v linger=%v procs=%d journal=%s", w.steal, w.linger, cfg.procs, cfg.journal))
+		var err error
+		if w.checkDB, err = sql.Open("sqlite3", w.dsn); err != nil {
+			t.Fatal(err)
+		}
+		w.checkDB.SetMaxOpenConns(1)
+		w.os.procs = make([]*simProc, cfg.procs)
+		w.gens = make([]int, cfg.procs)
+		for i := range cfg.procs {
+			if err := w.start(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.startOperator(); err != nil {
+			t.Fatal(err)
+		}
+		for step := range cfg.steps {
+			synctest.Wait()
+			res.trace = append(res.trace, fmt.Sprintf("%d %s", step, w.step()))
+			synctest.Wait()
+			w.check(step)
+		}
+		w.stop()
+		w.checkDB.Close()
+	})
+	return res
+}
+
+// start starts process i's next generation: a new engine (a new holder
+// id) and its worker.
+func (w *simWorld) start(i int) error {
+	gen := w.gens[i]
+	w.gens[i]++
+	id := fmt.Sprintf("sim-%d-%d", i, gen)
+	p := &simProc{idx: i, gen: gen, id: id, pid: int64(4000000 + 100*i + gen), slot: slotFor(id),
+		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{})}
+	w.os.mu.Lock()
+	w.os.procs[i] = p
+	w.os.mu.Unlock()
+	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL,
+		Linger: w.linger, StealAfterTTL: w.steal, Clock: p.clock}, w.os.seams(p))
+	if err != nil {
+		return fmt.Errorf("open %s: %v", id, err)
+	}
+	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
+	p.eng = eng
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer close(p.done)
+		w.work(p, rand.New(rand.NewSource(w.cfg.seed*1000+int64(i)*10+int64(gen))))
+	}()
+	return nil
+}
+
+// startOperator starts the process that breaks lanes (as an
+// administrator's `cleolease break` would, from a process of its own).
+func (w *simWorld) startOperator() error {
+	id := "sim-operator"
+	p := &simProc{idx: w.cfg.procs, id: id, pid: 4100000, slot: slotFor(id),
+		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{})}
+	close(p.done)
+	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL, Clock: p.clock}, w.os.seams(p))
+	if err != nil {
+		return fmt.Errorf("open %s: %v", id, err)
+	}
+	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
+	p.eng = eng
+	w.os.mu.Lock()
+	w.os.operator = p
+	w.os.mu.Unlock()
+	return nil
+}
+
+// work is process p's writer: acquire, one to three fenced writes,
+// release, again, until p dies.
+func (w *simWorld) work(p *simProc, rng *rand.Rand) {
+	db, err := sql.Open("sqlite3", w.dsn)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	for {
+		time.Sleep(time.Duration(rng.Intn(20)) * time.Millisecond) // between writes
+		if w.os.gate(p, "work/acquire") != nil {
+			return
+		}
+		h, err := p.eng.Acquire(ctx, "s", "l", AcquireOptions{Wait: 3 * simTTL, Require: true})
+		if err != nil {
+			continue // the next gate ends a dead process
+		}
+		for n := 1 + rng.Intn(3); n > 0; n-- {
+			if !w.write(p, db, h, rng) {
+				break
+			}
+		}
+		time.Sleep(time.Duration(rng.Intn(3)) * time.Millisecond) // the rest of the hold
+		if w.os.gate(p, "work/release") != nil {
+			return // dead: no release
+		}
+		h.Release()
+	}
+}
+
+// leaseRowSQL reads the lane's active (holder, epoch) inside a statement.
+const (
+	simHolderSQL = `(SELECT holder_id FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1)`
+	simEpochSQL  = `(SELECT epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1)`
+)
+
+// write makes one fenced write under h on db, and reports whether it
+// committed.
+func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand) bool {
+	ctx := context.Background()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	for {
+		if w.os.gate(p, "data/begin") != nil {
+			return false
+		}
+		_, err = c.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil {
+			break
+		}
+		if !isBusy(err) {
+			return false
+		}
+	}
+	rollback := func() bool { c.ExecContext(ctx, "ROLLBACK"); return false }
+	var f *Fencing
+	var lost bool
+	err = c.Raw(func(dc any) (err error) {
+		f, lost, err = h.FenceBegin(ctx, dc.(driver.QueryerContext))
+		return err
+	})
+	if err != nil || lost {
+		if lost {
+			w.count(&w.res.fenced)
+		}
+		return rollback()
+	}
+	r, err := c.ExecContext(ctx, `INSERT INTO sim_writes(proc, holder, epoch, begin_holder, begin_epoch)
+		VALUES (?, ?, ?, `+simHolderSQL+`, `+simEpochSQL+`)`, p.idx, p.id, h.Epoch())
+	if err != nil {
+		return rollback()
+	}
+	id, _ := r.LastInsertId()
+	if w.os.gate(p, "data/body") != nil {
+		return rollback()
+	}
+	if w.cfg.recommit && rng.Intn(4) == 0 {
+		// The caller's SQL ends the transaction and opens another one
+		// (what write.go's commitFenced cannot tell from the one
+		// FenceBegin saw: it passes open = !AutoCommit()).
+		if !w.recommit(ctx, p, c, id, h) {
+			return rollback()
+		}
+		r, err := c.ExecContext(ctx, `INSERT INTO sim_writes(proc, holder, epoch) VALUES (?, ?, ?)`, p.idx, p.id, h.Epoch())
+		if err != nil {
+			return rollback()
+		}
+		id, _ = r.LastInsertId()
+	}
+	var auto bool
+	err = c.Raw(func(dc any) error {
+		auto = dc.(*sqlite3.SQLiteConn).AutoCommit()
+		return f.Check(ctx, dc.(driver.QueryerContext), !auto)
+	})
+	if err != nil {
+		if errors.Is(err, ErrLost) {
+			w.count(&w.res.fenced)
+		}
+		return rollback()
+	}
+	if f.self {
+		w.count(&w.res.self)
+	}
+	if _, err := c.ExecContext(ctx, `UPDATE sim_writes SET commit_holder = `+simHolderSQL+`, commit_epoch = `+simEpochSQL+`
+		WHERE id = ?`, id); err != nil {
+		return rollback()
+	}
+	if w.os.gate(p, "data/commit") != nil {
+		return rollback()
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return rollback()
+	}
+	f.Committed()
+	return true
+}
+
+// recommit commits the write so far (recording the row at that COMMIT)
+// and begins a new transaction on c, with a step in between.
+func (w *simWorld) recommit(ctx context.Context, p *simProc, c *sql.Conn, id int64, h *Hold) bool {
+	if _, err := c.ExecContext(ctx, `UPDATE sim_writes SET commit_holder = `+simHolderSQL+`, commit_epoch = `+simEpochSQL+`
+		WHERE id = ?`, id); err != nil {
+		return false
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return false
+	}
+	if w.os.gate(p, "data/recommit") != nil {
+		return false
+	}
+	_, err := c.ExecContext(ctx, "BEGIN")
+	return err == nil
+}
+
+func (w *simWorld) count(n *int) {
+	w.mu.Lock()
+	*n++
+	w.mu.Unlock()
+}
+
+// live lists the processes that are not dead.
+func (w *simWorld) live() []*simProc {
+	w.os.mu.Lock()
+	defer w.os.mu.Unlock()
+	var out []*simProc
+	for _, p := range w.os.procs {
+		if p != nil && !p.dead {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// step makes one thing happen and says what.
+func (w *simWorld) step() string {
+	rng := w.rng
+	gates := w.os.runnable()
+	w.os.mu.Lock()
+	inflight := len(w.os.inflight)
+	w.os.mu.Unlock()
+	roll := rng.Intn(1000)
+	switch {
+	case roll < 10:
+		return w.kill()
+	case roll < 30:
+		if s := w.restart(); s != "" {
+			return s
+		}
+	case roll < 50 && w.cfg.stops:
+		return w.pause()
+	case roll < 60:
+		if s := w.breakLane(); s != "" {
+			return s
+		}
+	case roll < 70:
+		return w.stepClock()
+	case roll < 90:
+		return w.forge()
+	case roll < 250 && inflight > 0:
+		return w.deliver(inflight)
+	}
+	if len(gates) > 0 {
+		g := gates[rng.Intn(len(gates))]
+		var inject error
+		if strings.HasPrefix(g.op, "lease/") && rng.Intn(20) == 0 {
+			inject = sqlite3.Error{Code: sqlite3.ErrBusy}
+			if strings.HasSuffix(g.op, "/commit") && rng.Intn(2) == 0 {
+				inject = sqlite3.Error{Code: sqlite3.ErrIoErr}
+			}
+		}
+		w.os.release(g, inject)
+		if inject != nil {
+			return fmt.Sprintf("p%d %s <- %v", g.p.idx, g.op, inject)
+		}
+		if simDebug {
+			var all []string
+			for _, x := range gates {
+				all = append(all, fmt.Sprintf("p%d:%s", x.p.idx, x.op))
+			}
+			return fmt.Sprintf("p%d %s of %v", g.p.idx, g.op, all)
+		}
+		return fmt.Sprintf("p%d %s", g.p.idx, g.op)
+	}
+	if inflight > 0 && roll%2 == 0 {
+		return w.deliver(inflight)
+	}
+	// Time passes only when no process can take a step: a goroutine
+	// parked at a gate never has timers fire behind its back (which would
+	// leave the Go runtime to choose among several ready channels of the
+	// engine's selects when it goes on), except in a stopped process.
+	d := []time.Duration{100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, 50 * time.Millisecond,
+		simTTL / 2, 2 * simTTL}[rng.Intn(6)]
+	time.Sleep(d)
+	return "sleep " + d.String()
+}
+
+func (w *simWorld) kill() string {
+	live := w.live()
+	if len(live) == 0 {
+		return "kill: nobody"
+	}
+	p := live[w.rng.Intn(len(live))]
+	w.os.kill(p)
+	w.res.kills++
+	w.wg.Add(1)
+	go func() { // the engine's remains: every step of it fails now
+		defer w.wg.Done()
+		p.eng.Close() // ends its goroutines, which a dead process would not run
+	}()
+	return fmt.Sprintf("kill p%d (%s)", p.idx, p.id)
+}
+
+func (w *simWorld) restart() string {
+	w.os.mu.Lock()
+	procs := append([]*simProc(nil), w.os.procs...)
+	w.os.mu.Unlock()
+	for i, p := range procs {
+		if !w.os.isDead(p) {
+			continue
+		}
+		select {
+		case <-p.done:
+		default:
+			continue
+		}
+		if err := w.start(i); err != nil {
+			w.res.violate(-1, "%v", err)
+			return "restart failed"
+		}
+		return fmt.Sprintf("restart p%d as %s", i, w.os.procs[i].id)
+	}
+	return ""
+}
+
+func (w *simWorld) pause() string {
+	w.os.mu.Lock()
+	defer w.os.mu.Unlock()
+	p := w.os.procs[w.rng.Intn(len(w.os.procs))]
+	p.paused = !p.paused
+	if p.paused {
+		return fmt.Sprintf("stop p%d", p.idx)
+	}
+	return fmt.Sprintf("resume p%d", p.idx)
+}
+
+func (w *simWorld) breakLane() string {
+	p := w.os.operator
+	w.os.mu.Lock()
+	busy := p.breaking
+	p.breaking = true
+	w.os.mu.Unlock()
+	if busy {
+		return ""
+	}
+	w.res.breaks++
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		p.eng.Break(context.Background(), "s", "l", true)
+		w.os.mu.Lock()
+		p.breaking = false
+		w.os.mu.Unlock()
+	}()
+	return "break"
+}
+
+func (w *simWorld) stepClock() string {
+	p := w.os.procs[w.rng.Intn(len(w.os.procs))]
+	d := time.Duration(w.rng.Int63n(int64(4*simTTL))) - 2*simTTL
+	p.clock.skew.Add(int64(d))
+	return fmt.Sprintf("clock p%d %+v", p.idx, d)
+}
+
+// deliver delivers, loses or duplicates a datagram in flight.
+func (w *simWorld) deliver(n int) string {
+	i := w.rng.Intn(n)
+	switch r := w.rng.Intn(20); {
+	case r == 0:
+		d := w.os.deliver(i, true)
+		return fmt.Sprintf("lose %c %s->%s", d.msg[0], d.from, d.to)
+	case r == 1:
+		w.os.mu.Lock()
+		d := w.os.inflight[i]
+		w.os.mu.Unlock()
+		w.os.inject(d.from, d.to, d.msg)
+		return fmt.Sprintf("duplicate %c %s->%s", d.msg[0], d.from, d.to)
+	}
+	d := w.os.deliver(i, false)
+	w.delivered = append(w.delivered, d)
+	if len(w.delivered) > 16 {
+		w.delivered = w.delivered[1:]
+	}
+	return fmt.Sprintf("deliver %c %s->%s", d.msg[0], d.from, d.to)
+}
+
+// forge puts in flight a datagram nobody sent: a grant, a request to
+// look, a registration in another process's name, or a replay.
+func (w *simWorld) forge() string {
+	live := w.live()
+	if len(live) == 0 {
+		return "forge: nobody"
+	}
+	to := live[w.rng.Intn(len(live))]
+	other := live[w.rng.Intn(len(live))]
+	var msg []byte
+	var what string
+	switch w.rng.Intn(4) {
+	case 0:
+		msg, what = encodeGrant("s", "l", nil), "grant"
+	case 1:
+		msg, what = encodeLook("s", "l"), "look"
+	case 2:
+		reg := registration{Scope: "s", Lane: "l", ID: other.id, Start: other.eng.start, PID: other.pid, Slot: other.slot,
+			Arrival: w.rng.Int63n(100), TTL: simTTL.Milliseconds(), Enqueued: other.clock.Now().UnixMilli()}
+		msg, what = encodeWaiting([]registration{reg}), "registration of "+other.id
+	default:
+		if len(w.delivered) == 0 {
+			return "forge: nothing to replay"
+		}
+		d := w.delivered[w.rng.Intn(len(w.delivered))]
+		w.os.inject(d.from, d.to, d.msg)
+		return fmt.Sprintf("replay %c %s->%s", d.msg[0], d.from, d.to)
+	}
+	w.os.inject("forger", to.id, msg)
+	return fmt.Sprintf("forge %s -> %s", what, to.id)
+}
+
+// check verifies the invariants after a step.
+func (w *simWorld) check(step int) {
+	ctx := context.Background()
+	rows, err := w.checkDB.QueryContext(ctx, `SELECT id, holder, epoch, coalesce(begin_holder, ''), coalesce(begin_epoch, 0),
+		coalesce(commit_holder, ''), coalesce(commit_epoch, 0) FROM sim_writes WHERE id > ? ORDER BY id`, w.lastWrite)
+	if err != nil {
+		w.skipOrFail(step, err)
+		return
+	}
+	for rows.Next() {
+		var id, epoch, bEpoch, cEpoch int64
+		var holder, bHolder, cHolder string
+		if err := rows.Scan(&id, &holder, &epoch, &bHolder, &bEpoch, &cHolder, &cEpoch); err != nil {
+			w.res.violate(step, "read write: %v", err)
+			break
+		}
+		w.lastWrite = id
+		w.res.commits++
+		if holder != cHolder || epoch != cEpoch {
+			w.res.violate(step, "write %d by %s at epoch %d committed while the lane's row was %q at epoch %d", id, holder, epoch, cHolder, cEpoch)
+		}
+		if epoch < w.lastEpoch {
+			w.res.violate(step, "write %d at epoch %d committed after a write at epoch %d", id, epoch, w.lastEpoch)
+		}
+		w.lastEpoch = max(w.lastEpoch, epoch)
+		if was, ok := w.epochHolder[epoch]; ok && was != holder {
+			w.res.violate(step, "epoch %d written by %s and by %s", epoch, was, holder)
+		}
+		w.epochHolder[epoch] = holder
+		if bEpoch != 0 && (bHolder != cHolder || bEpoch != cEpoch) { // (0: begun by the caller's own BEGIN)
+			w.res.rowMoved++
+			w.res.trace = append(w.res.trace, fmt.Sprintf("row moved in write %d: %s/%d at BEGIN, %s/%d at COMMIT", id, bHolder, bEpoch, cHolder, cEpoch))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		w.skipOrFail(step, err)
+		return
+	}
+	var holder string
+	var epoch int64
+	err = w.checkDB.QueryRowContext(ctx, `SELECT holder_id, epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1`).Scan(&holder, &epoch)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return
+	case err != nil:
+		w.skipOrFail(step, err)
+		return
+	}
+	if epoch < w.rowEpoch {
+		w.res.violate(step, "the active row's epoch went back from %d to %d", w.rowEpoch, epoch)
+	}
+	w.rowEpoch = epoch
+	can := 0
+	for _, p := range w.live() {
+		if l := p.eng.knownLane("s", "l"); l != nil {
+			if g := l.currentRow(); g != nil && !g.lost.Load() && p.id == holder && g.epoch == epoch {
+				can++
+			}
+		}
+	}
+	if can > 1 {
+		w.res.violate(step, "%d processes can commit at epoch %d", can, epoch)
+	}
+}
+
+// skipOrFail counts a check skipped because the file was busy (a
+// rollback journal being written), and records any other error.
+func (w *simWorld) skipOrFail(step int, err error) {
+	if isBusy(err) {
+		w.res.skipped++
+		return
+	}
+	w.res.violate(step, "checker: %v", err)
+}
+
+// stop kills every process, so that every goroutine of the run ends.
+func (w *simWorld) stop() {
+	w.os.mu.Lock()
+	procs := append([]*simProc{w.os.operator}, w.os.procs...)
+	w.os.mu.Unlock()
+	for _, p := range procs {
+		if !w.os.isDead(p) {
+			w.os.kill(p)
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				p.eng.Close()
+			}()
+		}
+	}
+	w.wg.Wait()
+}
+
+// simEnvInt reads a positive integer from the environment, or def.
+func simEnvInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// TestSimulation runs the simulation for a few seeds in WAL and
+// rollback-journal mode and fails on any violation.
+func TestSimulation(t *testing.T) {
+	steps := simEnvInt(t, "CLEOLEASE_SIM_STEPS", 3000)
+	recommit := os.Getenv("CLEOLEASE_SIM_RECOMMIT") != ""
+	seeds := simEnvInt(t, "CLEOLEASE_SIM_SEEDS", 2)
+	for _, journal := range []string{"WAL", "DELETE"} {
+		for seed := range int64(seeds) {
+			t.Run(fmt.Sprintf("%s/seed%d", journal, seed), func(t *testing.T) {
+				start := time.Now()
+				res := runSim(t, simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: recommit})
+				el := time.Since(start)
+				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy)",
+					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped)
+				for _, v := range res.violations {
+					t.Error(v)
+				}
+				if res.commits == 0 {
+					t.Errorf("no write committed in %d steps: the simulation exercised nothing", steps)
+				}
+			})
+		}
+	}
+}
+
+// TestSimulationDeterministic runs seeds twice: the same seed must give the
+// same trace. The scheduler's own choices are a function of the seed and
+// of where the engines are parked; what it cannot fix is the choice the Go
+// runtime makes, at random, when one of the engine's selects finds several
+// channels ready (a timer that fired while its goroutine was blocked
+// elsewhere, and a doorbell ring): two runs of a seed can part there. That
+// is rare in the first few hundred steps (the seeds and length here never
+// parted in 30 repetitions; other seeds have, after 95 steps or more).
+// CLEOLEASE_SIM_DET_SEED and CLEOLEASE_SIM_DET_STEPS try others.
+func TestSimulationDeterministic(t *testing.T) {
+	steps := simEnvInt(t, "CLEOLEASE_SIM_DET_STEPS", 300)
+	seeds := []int64{1, 2, 3}
+	if os.Getenv("CLEOLEASE_SIM_DET_SEED") != "" {
+		seeds = []int64{int64(simEnvInt(t, "CLEOLEASE_SIM_DET_SEED", 1))}
+	}
+	for _, seed := range seeds {
+		cfg := simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL"}
+		a := runSim(t, cfg)
+		b := runSim(t, cfg)
+		for i := range min(len(a.trace), len(b.trace)) {
+			if a.trace[i] != b.trace[i] {
+				t.Fatalf("seed %d, different traces at line %d:\n%s\n--\n%s", seed, i,
+					strings.Join(a.trace[max(0, i-8):i+1], "\n"), strings.Join(b.trace[max(0, i-8):i+1], "\n"))
+			}
+		}
+		if len(a.trace) != len(b.trace) {
+			t.Fatalf("seed %d, traces of %d and %d lines", seed, len(a.trace), len(b.trace))
+		}
+		if a.commits == 0 {
+			t.Fatalf("seed %d: no write committed", seed)
+		}
+	}
+}

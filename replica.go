@@ -1,0 +1,135 @@
+package cleolease
+
+// LiteFS replicas. On a LiteFS replica the database opens read-write,
+// reads work, and every write is refused by LiteFS with EACCES, which
+// SQLite reports as "disk I/O error: permission denied"
+// (SQLITE_IOERR_WRITE). The driver does not ask LiteFS before each write
+// (a FUSE round trip per write): it translates the refusal after the
+// fact, reading the mount's .primary file once, into a *ReplicaError that
+// names the primary. The lease engine opens on a replica without creating
+// its tables (lease.WriteRefused), so nothing is written at open.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cleocode/cleolease/lease"
+)
+
+// ErrReplica matches (errors.Is) every *ReplicaError.
+var ErrReplica = errors.New("cleolease: the database is a LiteFS replica; writes go to the primary")
+
+// ReplicaError is returned when a write (a transaction, a statement, a
+// migration, AcquireLease) on a database in a LiteFS mount was refused
+// because this node is a replica: LiteFS takes writes on the primary only.
+// errors.Is(err, ErrReplica) holds; Unwrap gives SQLite's own error (an
+// sqlite3.Error: SQLITE_IOERR_WRITE with errno EACCES), so errors.As to
+// sqlite3.Error still works.
+type ReplicaError struct {
+	// Path is the database file.
+	Path string
+	// Primary is the primary node as the mount's .primary file names it
+	// (LiteFS writes the primary's hostname, or its advertise URL, there);
+	// empty when the mount has no .primary file: this node is not
+	// connected to a primary (none elected yet, or it is between roles).
+	Primary string
+	// Err is the refusal SQLite returned.
+	Err error
+}
+
+// Error names the file and the primary.
+func (e *ReplicaError) Error() string {
+	if e.Primary == "" {
+		return fmt.Sprintf("cleolease: %s is on a LiteFS node that is not the primary (no primary connected): writes are refused (%v)", e.Path, e.Err)
+	}
+	return fmt.Sprintf("cleolease: %s is a LiteFS replica: writes go to the primary, %s (%v)", e.Path, e.Primary, e.Err)
+}
+
+// Is reports whether target is ErrReplica.
+func (e *ReplicaError) Is(target error) bool { return target == ErrReplica }
+
+// Unwrap returns SQLite's error.
+func (e *ReplicaError) Unwrap() error { return e.Err }
+
+// primaryFile is the file in a LiteFS mount that names the primary; it
+// exists only on a replica connected to a primary.
+const primaryFile = ".primary"
+
+// readPrimary reads the primary's name from the .primary file of the
+// LiteFS mount dir: ok is false when the file does not exist (this node is
+// the primary, or connected to none) or cannot be read. It is a variable so
+// that tests can give a mount's answer.
+var readPrimary = func(dir string) (primary string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, primaryFile))
+	if err != nil {
+		return "", false
+	}
+	return string(bytes.TrimSpace(b)), true
+}
+
+// replicaError turns err into a *ReplicaError when it is SQLite's report
+// of a refused write (lease.WriteRefused) on a database in a LiteFS mount
+// whose node is not the primary: the mount has a .primary file, or the
+// connector found the database on LiteFS (checkFileSystem). Any other
+// error comes back unchanged. It reads .primary only on that failure path.
+func (c *Connector) replicaError(err error) error {
+	if err == nil || !lease.WriteRefused(err) {
+		return err
+	}
+	var re *ReplicaError
+	if errors.As(err, &re) {
+		return err
+	}
+	dir := databaseDir(c.path)
+	primary, ok := readPrimary(dir)
+	if !ok {
+		c.mu.Lock()
+		onLiteFS := c.liteFS
+		c.mu.Unlock()
+		if !onLiteFS {
+			return err
+		}
+	}
+	return &ReplicaError{Path: c.path, Primary: primary, Err: innermostSQLite(err)}
+}
+
+// innermostSQLite returns the sqlite3.Error inside err (SQLite's refusal,
+// without the lease engine's wrapping), or err itself.
+func innermostSQLite(err error) error {
+	if se := sqliteFileError(err); se != err {
+		return se
+	}
+	return err
+}
+
+// writeErr is what a failed leased write returns: a *ReplicaError for a
+// refusal on a LiteFS replica, else SQLite's file-level errors unwrapped
+// (sqliteFileError), else err.
+func (c *Connector) writeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if rerr := c.replicaError(err); rerr != err {
+		return rerr
+	}
+	return sqliteFileError(err)
+}
+
+// ReplicaMigrations is what the first connect does on a LiteFS replica
+// whose copy of the database is behind the configured migrations, which
+// cannot run there (DSN _migrations_replica).
+type ReplicaMigrations string
+
+const (
+	// ReplicaOpen (default): open the database as it is, with a warning
+	// naming the file, its version and the source's; reads work, and a
+	// write fails with a *ReplicaError.
+	ReplicaOpen ReplicaMigrations = "open"
+	// ReplicaWait: wait, bounded by the connect's context, until the
+	// primary's migrations have reached the replica (the version is read
+	// again with a back-off from 1 ms to 250 ms), then open.
+	ReplicaWait ReplicaMigrations = "wait"
+)
