@@ -4,9 +4,8 @@
 // directory. It installs nothing: it finds the litefs binary on PATH or in
 // $(go env GOPATH)/bin, needs /dev/fuse and fusermount3 (Debian's fuse3),
 // and skips the test naming what is missing — except under CI (CI=true),
-// where a missing piece fails the test. Install LiteFS with:
-//
-//	go install github.com/superfly/litefs/cmd/litefs@v0.5.14
+// where a missing piece fails the test. LiteFS installs with "go install
+// github.com/superfly/litefs/cmd/litefs@v0.5.14".
 //
 // Start waits for each node's "connected to cluster, ready" line (no
 // sleeps). Node.Stop, Node.Kill, Node.Promote and Node.Follow stop and
