@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
@@ -89,12 +90,21 @@ func roleBenchRMW() int {
 		return fail(err)
 	}
 	hwm, rss, vmErr := benchVM()
+	var leaseWrites, passes int64 = -1, -1
+	if s.Peer == workload.Cleolease {
+		if st, err := cleolease.Stats(ctx, db); err == nil {
+			leaseWrites, passes = st.LeaseWrites, st.PassedInCommit
+		}
+	}
 	if err := db.Close(); err != nil {
 		return fail(err)
 	}
 	after, err := benchFDs()
 	if fdErr == nil && err == nil && vmErr == nil {
 		res.Extra = map[string]int64{"hwm_kb": hwm, "rss_kb": rss, "fds_pre": int64(len(before)), "fds_end": int64(len(after))}
+		if leaseWrites >= 0 {
+			res.Extra["lease_writes"], res.Extra["passes"] = leaseWrites, passes
+		}
 		for fd, target := range after {
 			if before[fd] != target {
 				res.Notes = append(res.Notes, fd+" -> "+target)
@@ -274,6 +284,19 @@ func benchContention(b *testing.B, s workload.Spec, procs int) {
 	b.ReportMetric(float64(errs)/rounds, "errors")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(float64(f.PeakRSSkB)/1024, "peak-RSS-MB")
+	if s.Peer == workload.Cleolease {
+		// The engine's own write transactions (claims, hand-offs, queue
+		// rows, heartbeats: each a replicated transaction on LiteFS) and
+		// the hand-offs carried inside a data commit, per data commit.
+		var writes, passes, commits int64
+		for _, r := range all {
+			writes, passes, commits = writes+r.Extra["lease_writes"], passes+r.Extra["passes"], commits+r.Commits
+		}
+		if commits > 0 {
+			b.ReportMetric(float64(writes)/float64(commits), "leasetx/commit")
+			b.ReportMetric(float64(passes)/float64(commits), "passes/commit")
+		}
+	}
 }
 
 // BenchmarkResources measures what one process costs in memory with raw

@@ -55,7 +55,11 @@ func (c *Connector) laneOf(ctx context.Context) (scope, lane string) {
 // takes none (opted out), a Hold otherwise (degraded in mode local at the
 // wait bound). A context that ends while waiting returns exactly
 // ctx.Err().
-func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
+//
+// confirm, when not nil, is the connection of the write transaction the
+// caller opens next: a waiter told of its grant opens it and confirms the
+// grant there (lease.AcquireOptions.Confirm; the Hold is then Begun).
+func (c *Connector) acquire(ctx context.Context, confirm lease.Confirmer) (*lease.Hold, error) {
 	if v, _ := ctx.Value(noLeaseKey{}).(bool); v {
 		return nil, nil
 	}
@@ -68,7 +72,7 @@ func (c *Connector) acquire(ctx context.Context) (*lease.Hold, error) {
 		prio = p
 	}
 	scope, lane := c.laneOf(ctx)
-	h, err := e.Acquire(ctx, scope, lane, lease.AcquireOptions{Priority: prio, Wait: c.cfg.Wait, Require: c.cfg.Mode == ModeRequire})
+	h, err := e.Acquire(ctx, scope, lane, lease.AcquireOptions{Priority: prio, Wait: c.cfg.Wait, Require: c.cfg.Mode == ModeRequire, Confirm: confirm})
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// database/sql and go-sqlite3 return the context's error itself,
 		// and callers compare it with ==; the detail goes to the log.
@@ -113,7 +117,7 @@ func AcquireLease(ctx context.Context, db *sql.DB) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.acquire(ctx)
+	h, err := c.acquire(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

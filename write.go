@@ -43,8 +43,12 @@ func (w *leasedWrite) release() { releaseHold(w.h) }
 // is taken again before any of the caller's statements runs: nothing was
 // written under it, so the caller sees only the wait.
 func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWrite, error) {
+	var confirm lease.Confirmer
+	if tx || k.fenceable {
+		confirm = confirmConn{lc}
+	}
 	for attempt := 0; ; attempt++ {
-		h, err := lc.c.acquire(ctx)
+		h, err := lc.c.acquire(ctx, confirm)
 		if err != nil {
 			return leasedWrite{}, err
 		}
@@ -52,9 +56,11 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 		if !w.fenced {
 			return w, nil
 		}
-		if err := lc.beginImmediate(ctx, h); err != nil {
-			releaseHold(h)
-			return leasedWrite{}, lc.c.replicaError(err)
+		if h == nil || !h.Begun() {
+			if err := lc.beginImmediate(ctx, h != nil && h.Claimed()); err != nil {
+				releaseHold(h)
+				return leasedWrite{}, lc.c.replicaError(err)
+			}
 		}
 		if h == nil {
 			return w, nil
@@ -114,13 +120,15 @@ func (w *leasedWrite) abort() error {
 }
 
 // beginImmediate starts the driver's write transaction once the lease is
-// held. The only competitors for SQLite's write lock are then other lanes
+// held; contended says that this process had to claim the lane (or is
+// being granted it), so other processes may still be finishing with
+// SQLite's write lock. The only competitors for SQLite's write lock are then other lanes
 // and short lease bookkeeping, so instead of SQLite's busy handler (which
 // sleeps at least 1 ms per retry) it retries in Go with a back-off from
 // 10µs to 500µs, for as long as the connection's busy_timeout allows,
 // honouring ctx. SQLite's SQLITE_BUSY comes back unchanged at the end.
-func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
-	if h == nil || !h.Claimed() {
+func (lc *leaseConn) beginImmediate(ctx context.Context, contended bool) error {
+	if !contended {
 		// This process kept the lane (or took no lease): nobody else is
 		// expected to want the write lock, and SQLite's busy handler is
 		// the cheaper path. Not cancellable (go-sqlite3 reads nothing
@@ -164,6 +172,24 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, h *lease.Hold) error {
 	}
 }
 
+// confirmConn is the connection a waiter told of its grant opens its
+// write transaction on, to confirm the grant inside it before the caller's
+// statements run (lease.Confirmer).
+type confirmConn struct{ lc *leaseConn }
+
+// BeginImmediate opens the write transaction as startWrite would after a
+// claim.
+func (c confirmConn) BeginImmediate(ctx context.Context) error { return c.lc.beginImmediate(ctx, true) }
+
+// QueryContext reads inside that transaction (the statements prepared
+// once per connection, see fenceQuerier).
+func (c confirmConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return fenceQuerier{c.lc}.QueryContext(ctx, query, args)
+}
+
+// Rollback ends that transaction.
+func (c confirmConn) Rollback() { c.lc.rollback() }
+
 // isBusy reports SQLite's SQLITE_BUSY or SQLITE_LOCKED.
 func isBusy(err error) bool { return busy.Is(err) }
 
@@ -177,23 +203,52 @@ func (lc *leaseConn) rollback() {
 // commitFenced checks the lease inside the transaction (f: nil without a
 // lease), then commits; a lost lease rolls back and returns the typed
 // error. SQLite's own errors come back unchanged.
+//
+// When this commit ends the hold's turn and another process waits, the
+// next holder's grant is written in the same transaction, just before
+// COMMIT (lease.Fencing.Pass), unless user callbacks may see it (see
+// passInCommit); a COMMIT that fails rolls it back with the data, and the
+// Pass reads the row again before the hold is released.
 func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 	ctx := context.Background()
+	var pass *lease.Pass
 	if f != nil {
-		if err := f.Check(ctx, fenceQuerier{lc}, !lc.SQLiteConn.AutoCommit()); err != nil {
+		open := !lc.SQLiteConn.AutoCommit()
+		if err := f.Check(ctx, fenceQuerier{lc}, open); err != nil {
 			lc.rollback()
 			return err
+		}
+		if open && lc.c.passInCommit() {
+			p, err := f.Pass(ctx, fenceQuerier{lc})
+			if err != nil {
+				lc.rollback()
+				return err
+			}
+			pass = p
 		}
 	}
 	if _, err := lc.SQLiteConn.ExecContext(ctx, "COMMIT", nil); err != nil {
 		lc.rollback()
+		if pass != nil {
+			pass.Failed()
+		}
 		return err
+	}
+	if pass != nil {
+		pass.Committed()
 	}
 	if f != nil {
 		f.Committed()
 	}
 	return nil
 }
+
+// passInCommit reports whether the connector's connections may carry the
+// next holder's grant in their transactions: not when its base driver has
+// a ConnectHook, which may register callbacks (an update hook, an
+// authorizer, a trace) that must never see the lease rows; there the hold
+// hands off on the engine's own connection, whose callbacks are cleared.
+func (c *Connector) passInCommit() bool { return c.base.ConnectHook == nil }
 
 // fenceQuerier serves the fencing checks from statements prepared once
 // per connection: they send the same few query texts for every hold of an

@@ -18,6 +18,15 @@ type AcquireOptions struct {
 	Wait time.Duration
 	// Require selects failing over degrading at the wait bound.
 	Require bool
+	// Confirm, when set, is the connection on which the caller opens its
+	// write transaction right after Acquire. A waiter told of its grant by
+	// datagram then opens that transaction itself (BEGIN IMMEDIATE) and
+	// confirms the grant inside it before Acquire returns: the Hold
+	// reports Begun, and its FenceBegin passes without a second read. A
+	// datagram the row does not confirm is rolled back and the wait goes
+	// on. nil: the grant is read on the engine's connection, and the
+	// caller begins its transaction itself.
+	Confirm Confirmer
 }
 
 // Acquire waits for the writer lease of (scope, lane) and returns a Hold.
@@ -58,7 +67,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		}
 		return nil, l.ctxErr(err, bound.waited())
 	}
-	g, claimed, err := l.ensureRow(ctx, bound, opts)
+	g, claimed, begun, err := l.ensureRow(ctx, bound, opts)
 	if err != nil {
 		if err == errWaitBound {
 			return l.unavailable(ctx, opts, true, bound.waited())
@@ -74,7 +83,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	l.mu.Unlock()
 	e.stats.Grants.Add(1)
 	e.stats.observeWait(bound.waited())
-	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed}, nil
+	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed, begun: begun}, nil
 }
 
 // ctxErr is Acquire's error when its context ended after it waited for
@@ -137,12 +146,13 @@ func (l *laneState) enterHeld() *grant {
 }
 
 // ensureRow makes this process the holder of the lane's row; the caller
-// owns the gate.
-func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts AcquireOptions) (g *grant, claimed bool, err error) {
+// owns the gate. begun reports a grant confirmed inside the transaction
+// the claim opened on opts.Confirm (left open for the caller).
+func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts AcquireOptions) (g *grant, claimed, begun bool, err error) {
 	if g := l.currentRow(); g != nil {
 		if !g.lost.Load() {
 			l.e.stats.FastGrants.Add(1)
-			return g, false, nil
+			return g, false, false, nil
 		}
 		l.setRow(nil)
 	}
@@ -150,18 +160,18 @@ func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts Acquir
 		l.memEpoch++
 		g := &grant{epoch: l.memEpoch, at: time.Now()}
 		l.setRow(g)
-		return g, false, nil
+		return g, false, false, nil
 	}
 	if err := l.e.CheckFile(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
-	g, err = l.claim(ctx, bound.C(), opts)
+	g, begun, err = l.claim(ctx, bound.C(), opts)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	l.setRow(g)
 	l.e.logf(slog.LevelDebug, "cleolease: lease acquired", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
-	return g, true, nil
+	return g, true, begun, nil
 }
 
 // release ends a first-acquisition Hold.

@@ -151,11 +151,17 @@ type claimRun struct {
 	exitPID    int64        // the pid whose exit rings the doorbell (0: none)
 	exitStop   func()       // stops that watch (see watchExit)
 	poll       backoff      // the fallback period without a doorbell (pollWakeMin to fallbackPoll)
+	confirm    Confirmer    // the caller's connection, to confirm a grant datagram in (nil: none)
+	begun      bool         // the grant was confirmed inside a transaction opened on confirm
 }
 
 // claim acquires the row across processes; the caller owns the gate.
-func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (*grant, error) {
-	return (&claimRun{l: l, poll: backoff{min: pollWakeMin, max: fallbackPoll}}).run(ctx, bound, opts)
+// begun reports a grant confirmed inside the transaction it opened on
+// opts.Confirm, left open.
+func (l *laneState) claim(ctx context.Context, bound <-chan time.Time, opts AcquireOptions) (g *grant, begun bool, err error) {
+	c := &claimRun{l: l, poll: backoff{min: pollWakeMin, max: fallbackPoll}, confirm: opts.Confirm}
+	g, err = c.run(ctx, bound, opts)
+	return g, g != nil && c.begun, err
 }
 
 // run acquires the row across processes. A waiter that reaches the live
@@ -275,6 +281,20 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 			look, nudged = true, true
 		}
 		c.seenGrants, c.seenLooks = granted, looks
+		if look && c.confirm != nil && l.grantIncoming() {
+			// A grant datagram: open the caller's transaction at once
+			// and confirm the grant there (see AcquireOptions.Confirm).
+			g, err := c.confirmInTx(ctx, c.confirm)
+			switch {
+			case g != nil:
+				c.begun = true
+				return g, false, nil
+			case err != nil && ctx.Err() != nil:
+				g, err := c.abandon(ctx, ctx.Err())
+				return g, false, err
+			}
+			// Not confirmed (or BEGIN failed): look the usual way.
+		}
 		if look {
 			c.lockWant() // (again, if it failed: see lockWant)
 			var r *row

@@ -8,8 +8,17 @@
 // reference counted). It owns a private SQLite connection used only for
 // lease bookkeeping — claim, hand-off, heartbeat, queue changes, release —
 // each in its own short BEGIN IMMEDIATE with busy_timeout 0, the waiting
-// done in Go so that contexts are honoured. It never runs inside, and never
-// commits or rolls back, a transaction it did not begin.
+// done in Go so that contexts are honoured. On the caller's connection it
+// only ever runs statements inside the caller's write transaction, at
+// three points the caller chooses, and never commits or rolls that
+// transaction back itself: the fencing reads right after BEGIN IMMEDIATE
+// and just before COMMIT (Hold.FenceBegin, Fencing.Check); the grant of
+// the next holder, written just before COMMIT when the turn ends
+// (Fencing.Pass: one guarded UPDATE of the lane's row, which commits or
+// rolls back with the caller's data); and the read that confirms a grant
+// right after a BEGIN IMMEDIATE it asked the caller to open
+// (AcquireOptions.Confirm). A caller whose connection may carry user
+// callbacks (an update hook would see the lease row) does not call Pass.
 //
 // # The protocol
 //
@@ -24,13 +33,31 @@
 // while, or when the holder cannot be reached, writes its own queue row.
 //
 // When the holder's last hold ends and another process waits, the holder
-// hands the lane off: in one BEGIN IMMEDIATE on its private connection it
-// orders the waiters (queue rows and registrations: lower priority first,
-// FIFO within a priority, with aging, dead waiters skipped), rewrites the
-// lane's row for the first live one with epoch + 1, and commits; then it
-// rings that waiter's doorbell with the grant, carrying the registrations it
-// did not serve. A waiter that learns nothing looks again after a bounded
+// hands the lane off: it orders the waiters (queue rows and
+// registrations: lower priority first, FIFO within a priority, with aging,
+// dead waiters skipped), rewrites the lane's row for the first live one
+// with epoch + 1, and commits; then it rings that waiter's doorbell with
+// the grant, carrying the registrations it did not serve. In the common
+// case — the turn ends with a data commit, the first waiter registered
+// and nobody wrote a queue row — the rewrite is part of that data
+// transaction, just before its COMMIT, after the fencing check, guarded by
+// (holder, epoch) and an empty queue (pass.go): one SQLite write
+// transaction, not two. A COMMIT that fails, or whose outcome is unknown,
+// rolls the grant back with the data, or not: the holder reads the row
+// again on its own connection before anything else, and still holds the
+// lane, has handed it on, or has lost it, as the row says. Otherwise the
+// hand-off is its own BEGIN IMMEDIATE on the engine's connection
+// (handoff.go). A waiter that learns nothing looks again after a bounded
 // poll, so a lost datagram costs time, never safety.
+//
+// The grant datagram is a hint, never trusted for exclusion. A waiter
+// whose caller will write at once (AcquireOptions.Confirm) opens the
+// caller's BEGIN IMMEDIATE on it and reads the lane's row there, under
+// SQLite's write lock: if the row names this process, the grant is
+// confirmed in the very transaction that will carry the writes (nobody
+// can change the row until it ends); if not — a forged, stale or early
+// datagram — it rolls back and goes on waiting. Neither the caller's
+// statements nor Hold.Epoch ever run on an unconfirmed grant.
 //
 // A write made under a Hold checks, inside its own transaction, right
 // after BEGIN IMMEDIATE and again just before COMMIT, that its (holder,
@@ -38,7 +65,11 @@
 // broken, taken over, its row deleted by another connection — rolls back,
 // and the error names which. A row that was active at BEGIN and is gone at
 // COMMIT was removed by the transaction itself (it holds SQLite's write
-// lock in between): that transaction commits, and the grant ends.
+// lock in between): that transaction commits, and the grant ends — unless
+// the connection's data version moved in between (both reads return PRAGMA
+// data_version, which only another connection's commit changes): then the
+// caller ended the checked transaction and began another itself, and the
+// changed row is a loss like any other.
 // A holder that died is recognised from its lifetime lock (liveness.go), or
 // from its pid and start time when no lock can be tested, and its lane is
 // reclaimed at epoch + 1 without waiting out a TTL; a holder that is alive
@@ -139,10 +170,15 @@ package lease
 
 // Where things are, for maintainers (go doc does not show this comment):
 // engine.go (an engine per file), gate.go, acquire.go (Acquire, release,
-// slice), claim.go (waiting for a lane), handoff.go, inbox.go
+// slice), claim.go (waiting for a lane), confirm.go (a grant confirmed in
+// the caller's transaction), handoff.go, pass.go (the hand-off inside the
+// last data commit), inbox.go
 // (registrations), want.go, linger.go, order.go (grant order, pure),
 // store.go (every statement on the lease tables), schema.go, recreate.go
 // (the tables dropped or emptied: recreation, the epoch floor, what became
 // of a lost row), liveness.go,
 // doorbell.go and wire.go, heartbeat.go, hold.go (Hold and the fence),
-// status.go and inspect.go (reading the tables without the engine).
+// status.go and inspect.go (reading the tables without the engine);
+// sim_test.go and sim_os_test.go, the deterministic simulation (several
+// engines on simulated OS seams, osSeams in engine.go, under a seeded
+// scheduler).

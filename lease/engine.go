@@ -608,6 +608,7 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}
+	e.stats.LeaseWrites.Add(1)
 	return nil
 }
 

@@ -9,7 +9,10 @@ import (
 )
 
 // heartbeatLoop refreshes heartbeat_at (and reentrancy_depth) of every row
-// this process holds, every TTL/3, on the engine's connection with a short
+// this process holds, every TTL/3 — a row whose heartbeat_at was written
+// less than TTL/6 ago (by its grant or the last beat) is skipped, so a
+// short hold costs no heartbeat write, and heartbeat_at is never older
+// than about TTL/2 — on the engine's connection with a short
 // busy timeout. SQLITE_BUSY is transient: the beat is retried on the next
 // tick; liveness never rests on the heartbeat unless the TTL-steal policy
 // is chosen. A refresh that matches no row marks the grant lost. Close
@@ -42,7 +45,11 @@ func (e *Engine) beat() {
 		l.mu.Lock()
 		g, depth := l.row, l.depth
 		l.mu.Unlock()
-		if g == nil || g.lost.Load() {
+		began := time.Now()
+		if g == nil || g.lost.Load() || !g.beatDue(began, e.opts.TTL/6) {
+			// A grant younger than TTL/6 (a short hold under
+			// contention, handed on long before its TTL) has the
+			// heartbeat_at its grant wrote: no write.
 			continue
 		}
 		ctx, cancel := context.WithTimeout(e.hbCtx, e.opts.TTL/3)
@@ -50,6 +57,9 @@ func (e *Engine) beat() {
 			return beatRow(ctx, c, g.id, e.holderID, g.epoch, depth, e.nowMS())
 		})
 		cancel()
+		if err == nil {
+			g.beatAt.Store(began.UnixNano())
+		}
 		if err == errLostRow {
 			if !g.given.Load() { // not gone by our own hand-off
 				l.markLost(g, l.whyGone(context.Background(), dbReader(e.db), g))

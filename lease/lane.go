@@ -21,6 +21,9 @@ type grant struct {
 	// why says how the grant ended once lost is set (the reason of the
 	// *Error wrapping ErrLost); the first reason recorded wins.
 	why atomic.Pointer[string]
+	// beatAt is when this process last wrote the row's heartbeat_at
+	// (UnixNano; 0: only the grant wrote it, at about at).
+	beatAt atomic.Int64
 	// fenceArgs caches the fencing check's arguments (Hold.fenceArgs).
 	fenceArgs atomic.Pointer[[]driver.NamedValue]
 }
@@ -67,6 +70,17 @@ type laneState struct {
 
 func newLane(e *Engine, scope, lane string) *laneState {
 	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), kick: make(chan struct{}, 1)}
+}
+
+// beatDue reports whether the row's heartbeat_at, written when the grant
+// was made and at each heartbeat since, is at least every old: a grant
+// younger than the heartbeat period needs no heartbeat write.
+func (g *grant) beatDue(now time.Time, every time.Duration) bool {
+	last := g.at
+	if n := g.beatAt.Load(); n != 0 {
+		last = time.Unix(0, n)
+	}
+	return now.Sub(last) >= every
 }
 
 func (l *laneState) setRow(g *grant) {

@@ -8,16 +8,26 @@ import (
 // counters are the engine's counters since it opened, safe for concurrent
 // use; Engine.Stats copies them.
 type counters struct {
-	Grants      atomic.Int64 // holds granted (first acquisitions, not re-entries)
-	FastGrants  atomic.Int64 // grants served from a row this process still held (no SQLite write)
-	Claims      atomic.Int64 // claim transactions that made this process the holder
-	Handoffs    atomic.Int64 // lanes this process handed directly to a waiter
-	Degraded    atomic.Int64 // degraded grants (mode local, wait bound reached)
-	Unavailable atomic.Int64 // ErrUnavailable returned (mode require)
-	Lost        atomic.Int64 // grants found lost (heartbeat, check, fence, release)
-	Fenced      atomic.Int64 // commits refused by the fencing check
-	ReclaimDead atomic.Int64 // rows reclaimed from dead holders
-	ReclaimTTL  atomic.Int64 // rows reclaimed by the opt-in TTL policy
+	Grants     atomic.Int64 // holds granted (first acquisitions, not re-entries)
+	FastGrants atomic.Int64 // grants served from a row this process still held (no SQLite write)
+	Claims     atomic.Int64 // claim transactions that made this process the holder
+	Handoffs   atomic.Int64 // lanes this process handed directly to a waiter
+	// PassedInCommit counts the hand-offs written inside the holder's last
+	// data transaction (Pass), a part of Handoffs.
+	PassedInCommit atomic.Int64
+	// LeaseWrites counts the write transactions the engine committed on its
+	// own connection (claims, hand-offs, queue rows, heartbeats, releases).
+	LeaseWrites atomic.Int64
+	// Confirmed counts grants a waiter confirmed inside the caller's
+	// transaction on a grant datagram (Confirmer); HintsRefused the grant
+	// datagrams the row did not confirm there.
+	Confirmed, HintsRefused atomic.Int64
+	Degraded                atomic.Int64 // degraded grants (mode local, wait bound reached)
+	Unavailable             atomic.Int64 // ErrUnavailable returned (mode require)
+	Lost                    atomic.Int64 // grants found lost (heartbeat, check, fence, release)
+	Fenced                  atomic.Int64 // commits refused by the fencing check
+	ReclaimDead             atomic.Int64 // rows reclaimed from dead holders
+	ReclaimTTL              atomic.Int64 // rows reclaimed by the opt-in TTL policy
 	// ReclaimUnknown counts rows reclaimed from holders the OS would not
 	// tell about, once their heartbeat was older than their TTL.
 	ReclaimUnknown atomic.Int64
@@ -56,16 +66,30 @@ func (s *counters) reclaimed(why string) {
 // Stats is a copy of an engine's counters since it opened (Engine.Stats),
 // each a count of events in this process:
 type Stats struct {
-	Grants      int64 // holds granted (first acquisitions, not re-entries)
-	FastGrants  int64 // grants served from a row this process still held (no SQLite write)
-	Claims      int64 // claim transactions that made this process the holder
-	Handoffs    int64 // lanes this process handed directly to a waiter
-	Degraded    int64 // degraded grants (mode local, wait bound reached)
-	Unavailable int64 // ErrUnavailable returned (mode require)
-	Lost        int64 // grants found lost (heartbeat, check, fence, release)
-	Fenced      int64 // commits refused by the fencing check
-	ReclaimDead int64 // rows reclaimed from dead holders
-	ReclaimTTL  int64 // rows reclaimed by the opt-in TTL policy
+	Grants     int64 // holds granted (first acquisitions, not re-entries)
+	FastGrants int64 // grants served from a row this process still held (no SQLite write)
+	Claims     int64 // claim transactions that made this process the holder
+	Handoffs   int64 // lanes this process handed directly to a waiter
+	// PassedInCommit counts the hand-offs written inside the holder's last
+	// data transaction, with the data (no transaction of their own): a
+	// part of Handoffs.
+	PassedInCommit int64
+	// LeaseWrites counts the write transactions the engine committed on its
+	// own connection: claims, hand-offs, queue rows, heartbeats, releases
+	// (each a replicated transaction on LiteFS).
+	LeaseWrites int64
+	// Confirmed counts grants a waiter confirmed inside the caller's own
+	// write transaction, right after its BEGIN IMMEDIATE, on the grant's
+	// datagram (AcquireOptions.Confirm); HintsRefused counts grant
+	// datagrams the row did not confirm there (forged, stale or early: the
+	// waiter rolled back and went on waiting).
+	Confirmed, HintsRefused int64
+	Degraded                int64 // degraded grants (mode local, wait bound reached)
+	Unavailable             int64 // ErrUnavailable returned (mode require)
+	Lost                    int64 // grants found lost (heartbeat, check, fence, release)
+	Fenced                  int64 // commits refused by the fencing check
+	ReclaimDead             int64 // rows reclaimed from dead holders
+	ReclaimTTL              int64 // rows reclaimed by the opt-in TTL policy
 	// ReclaimUnknown counts rows reclaimed from holders whose liveness the
 	// OS would not tell (hidden, access denied), once their heartbeat was
 	// older than their TTL.
@@ -92,6 +116,8 @@ func (e *Engine) Stats() Stats {
 		Lost: s.Lost.Load(), Fenced: s.Fenced.Load(), ReclaimDead: s.ReclaimDead.Load(),
 		ReclaimTTL: s.ReclaimTTL.Load(), DeadWaiters: s.DeadWaiters.Load(), Breaks: s.Breaks.Load(),
 		Abandoned: s.Abandoned.Load(), ReclaimUnknown: s.ReclaimUnknown.Load(),
+		PassedInCommit: s.PassedInCommit.Load(), LeaseWrites: s.LeaseWrites.Load(),
+		Confirmed: s.Confirmed.Load(), HintsRefused: s.HintsRefused.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()

@@ -98,6 +98,11 @@ type grantArgs struct {
 	ifQueueEmpty bool
 }
 
+// grantFields are the columns a grant sets, with grantTo's arguments:
+// ?3 holder id, ?4 pid, ?5 now (ms), ?6 TTL (ms), ?7 start, ?8 slot.
+const grantFields = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbeat_at = ?5, ttl_ms = ?6,
+		reentrancy_depth = 1, active = 1, holder_start = ?7, holder_slot = ?8`
+
 // grantTo makes h (a waiter, possibly this process) the holder of the lane
 // with the next epoch; the caller is inside BEGIN IMMEDIATE. When a.prev
 // is set, that row is rewritten in place, guarded by its holder and epoch
@@ -119,8 +124,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	if h.Start != "" {
 		start = h.Start
 	}
-	const fields = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbeat_at = ?5, ttl_ms = ?6,
-		reentrancy_depth = 1, active = 1, holder_start = ?7, holder_slot = ?8`
+	const fields = grantFields
 	// next is the lane's highest epoch + 1; floor is ?12 (takeoverFloor).
 	const next = `(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
 	const set = fields + `, epoch = max(` + next + `, ?12)`

@@ -1,0 +1,75 @@
+package lease
+
+import (
+	"context"
+	"database/sql/driver"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Confirmer is the caller's connection, on which a waiter told of its
+// grant by datagram opens its write transaction at once and confirms the
+// grant inside it (AcquireOptions.Confirm), instead of first reading the
+// lane's row on the engine's connection. The datagram is only a hint: the
+// row, read under SQLite's write lock, decides.
+type Confirmer interface {
+	// BeginImmediate opens the caller's write transaction (BEGIN
+	// IMMEDIATE), honouring ctx.
+	BeginImmediate(ctx context.Context) error
+	// QueryContext runs a read inside that transaction.
+	driver.QueryerContext
+	// Rollback ends that transaction.
+	Rollback()
+}
+
+// confirmSQL returns the id and epoch of the lane's active row when it is
+// the only active row of (scope, lane) and names holder ?3 with an integer
+// epoch; no row otherwise.
+const confirmSQL = `SELECT id, epoch FROM _writer_leases
+	WHERE scope = ?1 AND lane = ?2 AND active = 1 AND holder_id = ?3 AND typeof(epoch) = 'integer'
+	AND (SELECT count(*) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 1) = 1`
+
+// confirmInTx opens the caller's transaction through cf and reads there
+// whether the lane is this process's: the grant, with the transaction left
+// open, or nil with it rolled back (a forged, stale or early datagram: the
+// claim goes on waiting). err is BEGIN's error (nothing is open then).
+func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error) {
+	l := c.l
+	if err := cf.BeginImmediate(ctx); err != nil {
+		return nil, err
+	}
+	args := []driver.NamedValue{{Ordinal: 1, Value: l.scope}, {Ordinal: 2, Value: l.lane}, {Ordinal: 3, Value: l.e.holderID}}
+	var id, epoch int64
+	rows, err := cf.QueryContext(context.WithoutCancel(ctx), confirmSQL, args)
+	if err == nil {
+		dest := make([]driver.Value, 2)
+		err = rows.Next(dest)
+		rows.Close()
+		if err == nil {
+			id, _ = dest[0].(int64)
+			epoch, _ = dest[1].(int64)
+		}
+	}
+	if err != nil || epoch <= 0 || epoch >= 1<<62 {
+		cf.Rollback()
+		l.mu.Lock()
+		l.incoming = false // (a real grant arriving now rings again)
+		l.mu.Unlock()
+		if err != nil && err != io.EOF {
+			l.e.logf(slog.LevelDebug, "cleolease: grant not confirmed", "scope", l.scope, "lane", l.lane, "err", err)
+		}
+		l.e.stats.HintsRefused.Add(1)
+		return nil, nil
+	}
+	l.e.stats.Confirmed.Add(1)
+	return &grant{id: id, epoch: epoch, at: time.Now()}, nil
+}
+
+// grantIncoming reports whether a grant datagram for this lane reached
+// the claim in progress (see grantArrived).
+func (l *laneState) grantIncoming() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.incoming
+}
