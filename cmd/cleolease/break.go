@@ -59,7 +59,7 @@ ending that process (kill it) frees the database.`,
 			if cmd.Flags().Changed("epoch") && epoch <= 0 {
 				return usagef("--epoch must be positive")
 			}
-			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDirFor(args[0], sidecarDir), scope, lane, epoch, force, timeout)
+			return runBreak(cmd.Context(), cmd.OutOrStdout(), args[0], sidecarDir, scope, lane, epoch, force, timeout)
 		}),
 	}
 	f := cmd.Flags()
@@ -73,7 +73,8 @@ ending that process (kill it) frees the database.`,
 }
 
 // runBreak breaks (scope, lane) of path. want is the epoch to break (0:
-// the one active when the command starts, if any).
+// the one active when the command starts, if any); sidecarDir is
+// --sidecar-dir ("" when not given).
 func runBreak(ctx context.Context, w io.Writer, path, sidecarDir, scope, lane string, want int64, force bool, timeout time.Duration) error {
 	// Check read-only first: lease.Open would create the lease tables in a
 	// database that has none.
@@ -83,7 +84,7 @@ func runBreak(ctx context.Context, w io.Writer, path, sidecarDir, scope, lane st
 		if err := requireLeaseTables(ctx, db, path); err != nil {
 			return err
 		}
-		lanes, err := inspectDB(ctx, db, path, sidecarDir, time.Now())
+		lanes, err := inspectDB(ctx, db, path, sidecarDirFor(path, sidecarDir), time.Now())
 		if err != nil {
 			return sqliteFailure(path, err)
 		}
@@ -134,7 +135,11 @@ func runBreak(ctx context.Context, w io.Writer, path, sidecarDir, scope, lane st
 	}
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	e, err := lease.Open(bctx, lease.Options{Path: path, DSN: dsn, SidecarDir: sidecarDir})
+	lo, err := engineOptions(path, dsn, sidecarDir)
+	if err != nil {
+		return failf("%s: the liveness files' directory: %v (or give --sidecar-dir)", path, err)
+	}
+	e, err := lease.Open(bctx, lo)
 	if err == nil {
 		defer e.Close()
 	}

@@ -22,9 +22,10 @@ import (
 
 func newMigrateCmd() *cobra.Command {
 	var (
-		src      string
-		table    string
-		noTxWrap bool
+		src        string
+		table      string
+		sidecarDir string
+		noTxWrap   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "migrate DB {up | down N | goto V | version | force V}",
@@ -66,12 +67,13 @@ previous version, clean. A failure names DB and the migration's file.`,
 			if !migrate.ValidTableName(table) {
 				return usagef("--table %q is not a plain SQL identifier", table)
 			}
-			return runMigrate(cmd.Context(), cmd.OutOrStdout(), args[0], op, src, table, noTxWrap)
+			return runMigrate(cmd.Context(), cmd.OutOrStdout(), args[0], op, src, table, sidecarDir, noTxWrap)
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&src, "source", "", "the migrations: a golang-migrate file:// URL (file://DIR), or a directory path that contains a path separator or starts with '.' (./DIR), as the DSN parameter _migrations takes it")
 	f.StringVar(&table, "table", cleolease.DefaultMigrationsTable, "golang-migrate version table")
+	f.StringVar(&sidecarDir, "sidecar-dir", "", "the directory the processes keep their liveness files in (their DSN's _lease_sidecar_dir; on a LiteFS mount, by default, the one they derive there)")
 	f.BoolVar(&noTxWrap, "no-tx-wrap", false, "run each migration file without golang-migrate's transaction")
 	return cmd
 }
@@ -170,7 +172,7 @@ func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table string, noTxWrap bool) error {
+func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table, sidecarDir string, noTxWrap bool) error {
 	o := migrate.Options{Table: table, NoTxWrap: noTxWrap}
 	var err error
 	if src != "" {
@@ -206,7 +208,11 @@ func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src
 	}
 	// The cold-open lease lives in the file's lease engine (this creates
 	// the lease tables if the file has none yet, as a cleolease open would).
-	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: o.DSN})
+	lo, err := engineOptions(path, o.DSN, sidecarDir)
+	if err != nil {
+		return failf("%s: the liveness files' directory: %v (or give --sidecar-dir)", path, err)
+	}
+	e, err := lease.Open(ctx, lo)
 	if err != nil {
 		return leaseFailure(path, err)
 	}

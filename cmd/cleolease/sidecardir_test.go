@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -32,5 +35,46 @@ func TestSidecarDirFor(t *testing.T) {
 	}
 	if got := sidecarDirFor(db, "/srv/given"); got != "/srv/given" {
 		t.Errorf("LiteFS with --sidecar-dir: %q, want the given one", got)
+	}
+}
+
+// migrate on a LiteFS mount (injected here) keep their liveness
+// files where the processes keep theirs, the derived directory, and create
+// nothing beside the database but SQLite's files (LiteFS would take a new
+// file for a database and replicate it). Before the fix migrate created
+// <db>-cleolease beside the database, which on a real mount failed with
+// ErrSidecarDir and left that file in both nodes' mounts.
+func TestMigrateOnLiteFSCreatesNothingBeside(t *testing.T) {
+	dir := testdir.New(t)
+	tmp := testdir.New(t)
+	t.Setenv("TMPDIR", tmp)
+	db := filepath.Join(dir, "app.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeMigrations(t, filepath.Join(dir, "migrations"))
+	orig := detectFileSystem
+	t.Cleanup(func() { detectFileSystem = orig })
+	detectFileSystem = func(d string) (platform.FSInfo, error) {
+		if d == dir {
+			return platform.FSInfo{Name: "fuse.litefs", FUSE: true, LiteFS: true}, nil
+		}
+		return orig(d)
+	}
+	var out strings.Builder
+	if err := runMigrate(context.Background(), &out, db, migrateOp{name: "up"}, "file://"+filepath.ToSlash(filepath.Join(dir, "migrations")), "schema_migrations", "", false); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		switch e.Name() {
+		case "app.db", "app.db-wal", "app.db-shm", "app.db-journal", "migrations":
+		default:
+			t.Errorf("%s beside the database on LiteFS", e.Name())
+		}
+	}
+	// (The sidecar itself is removed when the last engine closes.)
+	if m, _ := filepath.Glob(filepath.Join(platform.LiteFSSidecarDir(), "app.db-*-cleolease.nonce")); len(m) != 1 {
+		t.Errorf("derived directory: %v, want the nonce that proves it shared", m)
 	}
 }
