@@ -27,7 +27,7 @@ var ErrReplica = errors.New("cleolease: the database is a LiteFS replica; writes
 // because this node is a replica: LiteFS takes writes on the primary only.
 // errors.Is(err, ErrReplica) holds; Unwrap gives SQLite's own error (an
 // sqlite3.Error: SQLITE_IOERR_WRITE with errno EACCES), so errors.As to
-// sqlite3.Error still works.
+// sqlite3.Error still works (see Err for the one exception).
 type ReplicaError struct {
 	// Path is the database file.
 	Path string
@@ -36,7 +36,9 @@ type ReplicaError struct {
 	// empty when the mount has no .primary file: this node is not
 	// connected to a primary (none elected yet, or it is between roles).
 	Primary string
-	// Err is the refusal SQLite returned.
+	// Err is the refusal SQLite returned, or, on a replica whose primary
+	// runs on the same host, the lease engine's ErrSidecarDir (the proof
+	// of the derived sidecar directory refused before any write).
 	Err error
 }
 
@@ -75,8 +77,16 @@ var readPrimary = func(dir string) (primary string, ok bool) {
 // whose node is not the primary: the mount has a .primary file, or the
 // connector found the database on LiteFS (checkFileSystem). Any other
 // error comes back unchanged. It reads .primary only on that failure path.
+//
+// An ErrSidecarDir from the proof of a derived sidecar directory is a
+// replica's refusal too when the mount has a .primary file: on a replica
+// whose primary runs on the same host, the nonce the primary recorded
+// during this boot is not the one the replica's processes derived (another
+// mount path), and the proof refuses before any write is tried. The
+// remedy it names (_lease_sidecar_dir) would not make the replica take the
+// write, so the *ReplicaError (wrapping the lease error) is returned.
 func (c *Connector) replicaError(err error) error {
-	if err == nil || !lease.WriteRefused(err) {
+	if err == nil {
 		return err
 	}
 	var re *ReplicaError
@@ -84,6 +94,21 @@ func (c *Connector) replicaError(err error) error {
 		return err
 	}
 	dir := databaseDir(c.path)
+	if errors.Is(err, ErrSidecarDir) {
+		c.mu.Lock()
+		onLiteFS := c.liteFS
+		c.mu.Unlock()
+		if !onLiteFS {
+			return err
+		}
+		if primary, ok := readPrimary(dir); ok {
+			return &ReplicaError{Path: c.path, Primary: primary, Err: err}
+		}
+		return err
+	}
+	if !lease.WriteRefused(err) {
+		return err
+	}
 	primary, ok := readPrimary(dir)
 	if !ok {
 		c.mu.Lock()
