@@ -99,6 +99,9 @@ func (c *Connector) checkFileSystem(ctx context.Context) error {
 	c.remoteHolders = err == nil && info.Network
 	c.liteFS = err == nil && info.LiteFS
 	c.mu.Unlock()
+	if err == nil && info.LiteFS {
+		c.warnLiteFSJournal(ctx)
+	}
 	return err
 }
 
