@@ -144,6 +144,9 @@ func sqliteFailure(path string, err error) error {
 // the command's name and path: "app.db: open: open app.db-cleolease: is a
 // directory".
 func leaseFailure(path string, err error) error {
+	if rf := replicaFailure(path, err); rf != nil {
+		return rf
+	}
 	var le *lease.Error
 	if !errors.As(err, &le) {
 		return sqliteFailure(path, err)

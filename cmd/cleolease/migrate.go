@@ -275,6 +275,9 @@ func fmtVersion(st migrate.Status, withSource bool) string {
 // database left at version 2, clean". The command names itself, so
 // package migrate's prefix is dropped.
 func migrateFailure(path string, err error) error {
+	if rf := replicaFailure(path, err); rf != nil {
+		return rf
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
 		return sqliteFailure(path, err) // the file, not a migration

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/lease"
@@ -64,4 +65,35 @@ func engineOptions(path, dsn, given string) (lease.Options, error) {
 	}
 	o.SidecarDir, o.SidecarDirDerived = dir, true
 	return o, nil
+}
+
+// readPrimary reads the .primary file of the LiteFS mount holding path
+// (the primary's name; the file exists only on a replica connected to a
+// primary); tests replace it.
+var readPrimary = func(path string) (string, bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(abs), ".primary"))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// replicaFailure is the failure of a write by a command (migrate, break)
+// on a LiteFS replica: err is SQLite's refusal of the write
+// (lease.WriteRefused) or the sidecar proof's refusal (lease.ErrSidecarDir:
+// the primary, on this host, recorded its nonce), and the mount names a
+// primary. It returns nil for any other error.
+func replicaFailure(path string, err error) error {
+	if !lease.WriteRefused(err) && !errors.Is(err, lease.ErrSidecarDir) {
+		return nil
+	}
+	primary, ok := readPrimary(path)
+	if !ok {
+		return nil
+	}
+	return failf("%s is a LiteFS replica: writes go to the primary, %s; run this there (%v)", path, primary, err)
 }

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/testdir"
+	"github.com/cleocode/cleolease/lease"
 )
 
 // status and break look for the liveness files where the processes keep
@@ -76,5 +81,41 @@ func TestMigrateOnLiteFSCreatesNothingBeside(t *testing.T) {
 	// (The sidecar itself is removed when the last engine closes.)
 	if m, _ := filepath.Glob(filepath.Join(platform.LiteFSSidecarDir(), "app.db-*-cleolease.nonce")); len(m) != 1 {
 		t.Errorf("derived directory: %v, want the nonce that proves it shared", m)
+	}
+}
+
+// migrate and break on a LiteFS replica (its .primary file injected) say
+// that the file is a replica and name the primary, whether SQLite refused
+// the write (disk I/O error: permission denied) or the sidecar proof
+// refused first (the primary, on this host, recorded its nonce); other
+// failures, and the same failures off a replica, are left as they were.
+// Before, break said "disk I/O error: permission denied" or named
+// _lease_sidecar_dir.
+func TestReplicaFailure(t *testing.T) {
+	orig := readPrimary
+	t.Cleanup(func() { readPrimary = orig })
+	onReplica := true
+	readPrimary = func(string) (string, bool) { return "node-a", onReplica }
+	refused := sqlite3.Error{Code: sqlite3.ErrIoErr, ExtendedCode: sqlite3.ErrIoErrWrite, SystemErrno: syscall.EACCES}
+	sidecar := &lease.Error{Op: "claim", Path: "/mnt/app.db", Err: lease.ErrSidecarDir}
+	other := errors.New("no such table: t")
+	for _, f := range []struct {
+		name string
+		fn   func(string, error) error
+	}{{"leaseFailure", leaseFailure}, {"migrateFailure", migrateFailure}} {
+		for _, err := range []error{refused, sidecar} {
+			onReplica = true
+			if got := f.fn("/mnt/app.db", err).Error(); !strings.Contains(got, "LiteFS replica") || !strings.Contains(got, "node-a") {
+				t.Errorf("%s(%v) on a replica: %q, want the replica and its primary named", f.name, err, got)
+			}
+			onReplica = false
+			if got := f.fn("/mnt/app.db", err).Error(); strings.Contains(got, "replica") {
+				t.Errorf("%s(%v) off a replica: %q", f.name, err, got)
+			}
+		}
+		onReplica = true
+		if got := f.fn("/mnt/app.db", other).Error(); strings.Contains(got, "replica") {
+			t.Errorf("%s(%v): %q, not a replica's refusal", f.name, other, got)
+		}
 	}
 }
