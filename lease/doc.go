@@ -65,7 +65,11 @@
 // broken, taken over, its row deleted by another connection — rolls back,
 // and the error names which. A row that was active at BEGIN and is gone at
 // COMMIT was removed by the transaction itself (it holds SQLite's write
-// lock in between): that transaction commits, and the grant ends.
+// lock in between): that transaction commits, and the grant ends — unless
+// the connection's data version moved in between (both reads return PRAGMA
+// data_version, which only another connection's commit changes): then the
+// caller ended the checked transaction and began another itself, and the
+// changed row is a loss like any other.
 // A holder that died is recognised from its lifetime lock (liveness.go), or
 // from its pid and start time when no lock can be tested, and its lane is
 // reclaimed at epoch + 1 without waiting out a TTL; a holder that is alive
@@ -174,4 +178,7 @@ package lease
 // (the tables dropped or emptied: recreation, the epoch floor, what became
 // of a lost row), liveness.go,
 // doorbell.go and wire.go, heartbeat.go, hold.go (Hold and the fence),
-// status.go and inspect.go (reading the tables without the engine).
+// status.go and inspect.go (reading the tables without the engine);
+// sim_test.go and sim_os_test.go, the deterministic simulation (several
+// engines on simulated OS seams, osSeams in engine.go, under a seeded
+// scheduler).

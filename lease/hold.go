@@ -149,6 +149,13 @@ type Fencing struct {
 	begun bool  // FenceBegin found (holder, epoch) active
 	lost  error // FenceBegin's finding when it did not (an *Error wrapping ErrLost)
 	self  bool  // Check found the row removed or changed by this transaction
+	// dv is the connection's PRAGMA data_version when FenceBegin found the
+	// row active: SQLite changes it only when another connection commits,
+	// which none can while this write transaction is open. Check compares
+	// it, so a caller that ran COMMIT and BEGIN itself in between (another
+	// connection having committed meanwhile) is not taken for the
+	// transaction FenceBegin checked.
+	dv int64
 }
 
 // FenceBegin runs the fencing check on q — the caller's connection — right
@@ -161,18 +168,27 @@ type Fencing struct {
 // Check with it).
 func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fencing, lost bool, err error) {
 	f = &Fencing{h: h}
-	if h.g == nil || h.l.e.opts.MemoryOnly || h.begun {
-		// (Begun: confirmed in this very transaction, under its write
-		// lock, by Acquire.)
-		h.begun = false
+	if h.g == nil || h.l.e.opts.MemoryOnly {
 		f.begun = true
+		return f, false, nil
+	}
+	if h.begun {
+		// Confirmed in this very transaction, under its write lock, by
+		// Acquire: only the data version is left to read.
+		h.begun = false
+		dv, err := readDataVersion(ctx, q)
+		if err != nil {
+			f.lost = err
+			return f, false, err
+		}
+		f.begun, f.dv = true, dv
 		return f, false, nil
 	}
 	if h.g.lost.Load() {
 		f.lost = h.lostErr("commit")
 		return f, true, nil
 	}
-	held, err := h.fenceRead(ctx, q, false)
+	held, dv, err := h.fenceRead(ctx, q, false)
 	switch {
 	case err != nil && !missingTable(err):
 		f.lost = err
@@ -182,7 +198,7 @@ func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fenc
 		f.lost = h.lostErr("commit")
 		return f, true, nil
 	}
-	f.begun = true
+	f.begun, f.dv = true, dv
 	return f, false, nil
 }
 
@@ -217,10 +233,15 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 	if dropCommitRead && begun {
 		return nil // issue 24 item 3's experiment (commitread_off.go)
 	}
-	held, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
+	held, dv, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
 	switch {
 	case held:
 		return nil
+	case begun && err == nil && dv != f.dv:
+		// Another connection committed since FenceBegin: the transaction
+		// being committed is not the one it checked (the caller ran
+		// COMMIT and BEGIN in between), so the changed row is not this
+		// transaction's own change.
 	case begun:
 		// Removed or changed by this very transaction (see Fencing) —
 		// the table dropped, the row deleted or rewritten, or the table
@@ -251,9 +272,26 @@ func (f *Fencing) Committed() {
 // TTL-steal policy) it also refreshes heartbeat_at: once per transaction,
 // the one write of the lease row a user's update hook on that connection
 // sees.
-func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh bool) (held bool, err error) {
+func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh bool) (held bool, dv int64, err error) {
 	if seededBugSkipFence {
-		return true, nil // the simulation's seeded bug (seededbug_on.go)
+		return true, 0, nil // the simulation's seeded bug (seededbug_on.go)
+	}
+	if !refresh {
+		rows, err := q.QueryContext(ctx, fenceVersionSQL, h.fenceArgs())
+		if err != nil {
+			return false, 0, err
+		}
+		dest := make([]driver.Value, 2)
+		err = rows.Next(dest)
+		rows.Close()
+		if err != nil {
+			return false, 0, err
+		}
+		dv, _ = dest[1].(int64)
+		return dest[0] != nil, dv, nil
+	}
+	if dv, err = readDataVersion(ctx, q); err != nil {
+		return false, 0, err
 	}
 	query, args := fenceSQL, h.fenceArgs()
 	if refresh {
@@ -266,15 +304,38 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh b
 	}
 	rows, err := q.QueryContext(ctx, query, args)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	dest := make([]driver.Value, len(rows.Columns()))
 	err = rows.Next(dest)
 	rows.Close()
 	if err == io.EOF {
-		return false, nil
+		return false, dv, nil
 	}
-	return err == nil, err
+	return err == nil, dv, err
+}
+
+// fenceVersionSQL is the fencing read inside the caller's transaction:
+// one row, whose first column is 1 exactly when (holder, epoch) is the
+// active row of the lane (NULL otherwise) and whose second is the
+// connection's data version (see Fencing.dv), read in the same statement
+// so that the proof costs no extra step.
+const fenceVersionSQL = `SELECT (SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?), data_version FROM pragma_data_version`
+
+// readDataVersion returns the connection's PRAGMA data_version.
+func readDataVersion(ctx context.Context, q driver.QueryerContext) (int64, error) {
+	rows, err := q.QueryContext(ctx, "SELECT data_version FROM pragma_data_version", nil)
+	if err != nil {
+		return 0, err
+	}
+	dest := make([]driver.Value, 1)
+	err = rows.Next(dest)
+	rows.Close()
+	if err != nil {
+		return 0, err
+	}
+	dv, _ := dest[0].(int64)
+	return dv, nil
 }
 
 // fenceArgs are fenceSQL's arguments for h's grant, built once per grant

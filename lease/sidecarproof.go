@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -53,15 +55,23 @@ type sidecarProof struct {
 // after base, creating it with a new random nonce (mode's permission bits)
 // when there is none. Two processes creating it at once agree: the file
 // appears whole (written aside, then linked into place) and only the first
-// link wins.
+// link wins. On Windows a read that meets another creator's link or
+// removal of its temporary name fails with a sharing violation (the
+// file's links share its sharing state): a failed read is retried there,
+// for up to sharedReadRetries milliseconds.
 func newSidecarProof(base string, mode fs.FileMode) (*sidecarProof, error) {
 	p := base + "-cleolease.nonce"
-	for attempt := 0; ; attempt++ {
+	for attempt, busy := 0, 0; ; attempt++ {
 		b, err := os.ReadFile(p)
 		if n := strings.TrimSpace(string(b)); err == nil && n != "" {
 			return &sidecarProof{path: p, nonce: n}, nil
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if runtime.GOOS == "windows" && busy < sharedReadRetries {
+				busy, attempt = busy+1, attempt-1
+				time.Sleep(time.Millisecond)
+				continue
+			}
 			return nil, fmt.Errorf("read the sidecar nonce: %w", err)
 		}
 		if attempt == 3 {
@@ -82,6 +92,10 @@ func newSidecarProof(base string, mode fs.FileMode) (*sidecarProof, error) {
 		}
 	}
 }
+
+// sharedReadRetries bounds newSidecarProof's retries of a failed read on
+// Windows (one a millisecond).
+const sharedReadRetries = 100
 
 // proveSidecar checks, inside the lease transaction op on c, that this
 // process's derived sidecar directory is the one recorded in the database

@@ -53,6 +53,24 @@ import (
 // lane's row at COMMIT differed from the row read right after BEGIN
 // IMMEDIATE (rowMoved): a change only the transaction itself could make.
 //
+// Not simulated: the root driver (write.go; the worker calls the Hold API
+// the way write.go does), several writers of one process (the in-process
+// gate), more than one lane, the file watch and exit watches (waiters
+// poll), the database file replaced or the lease tables dropped, SQLite
+// faults other than the error codes injected at lease statements, a
+// process dying between two gates (a killed engine runs on to its next
+// gate, and its connections close cleanly: no hot journal), liveness
+// locks that answer Unknown for a live process, and clock reads (clocks
+// are stepped per process instead).
+//
+// Some callers run COMMIT and BEGIN inside their transaction, as a
+// caller's SQL may (CLEOLEASE_SIM_RECOMMIT=0 leaves them out). They found
+// a hole that Fencing.dv closes: Check with open true took any change of
+// the row for the transaction's own, and write.go's open (!AutoCommit)
+// cannot tell the transaction FenceBegin saw from one the caller began
+// after its own COMMIT, when another holder may have taken the lane
+// (TestSimulationRecommitHole replays the first seed that showed it).
+//
 // CLEOLEASE_SIM_STEPS sets the steps per seed and CLEOLEASE_SIM_SEEDS the
 // number of seeds of TestSimulation (defaults: a short run for CI).
 
@@ -82,10 +100,11 @@ type simResult struct {
 	rowMoved   int // transactions whose lease row changed between BEGIN and COMMIT
 	kills      int
 	breaks     int
-	fenced     int // writes refused by a fencing check (FenceBegin or Check)
-	skipped    int // checks skipped because the checker's read was busy
-	self       int // writes whose check before COMMIT took a changed row for the transaction's own change
-	passed     int // writes that handed the lane on inside their transaction (Fencing.Pass)
+	fenced     int   // writes refused by a fencing check (FenceBegin or Check)
+	skipped    int   // checks skipped because the checker's read was busy
+	self       int   // writes whose check before COMMIT took a changed row for the transaction's own change
+	passed     int   // writes that handed the lane on inside their transaction (Fencing.Pass)
+	engines    Stats // the engines' counters, summed when each ends
 }
 
 func (r *simResult) violate(step int, format string, args ...any) {
@@ -224,7 +243,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 	db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	for {
-		time.Sleep(time.Duration(rng.Intn(20)) * time.Millisecond) // between writes
+		time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond) // between writes
 		if w.os.gate(p, "work/acquire") != nil {
 			return
 		}
@@ -375,6 +394,25 @@ func (w *simWorld) recommit(ctx context.Context, p *simProc, c *sql.Conn, id int
 	return err == nil
 }
 
+// closeEngine closes p's engine and adds its counters to the result.
+func (w *simWorld) closeEngine(p *simProc) {
+	p.eng.Close()
+	st := p.eng.Stats()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := &w.res.engines
+	e.Grants += st.Grants
+	e.Claims += st.Claims
+	e.Handoffs += st.Handoffs
+	e.Unavailable += st.Unavailable
+	e.Lost += st.Lost
+	e.Fenced += st.Fenced
+	e.ReclaimDead += st.ReclaimDead
+	e.ReclaimTTL += st.ReclaimTTL
+	e.DeadWaiters += st.DeadWaiters
+	e.Breaks += st.Breaks
+}
+
 func (w *simWorld) count(n *int) {
 	w.mu.Lock()
 	*n++
@@ -403,7 +441,7 @@ func (w *simWorld) step() string {
 	w.os.mu.Unlock()
 	roll := rng.Intn(1000)
 	switch {
-	case roll < 10:
+	case roll < 5:
 		return w.kill()
 	case roll < 30:
 		if s := w.restart(); s != "" {
@@ -411,7 +449,7 @@ func (w *simWorld) step() string {
 		}
 	case roll < 50 && w.cfg.stops:
 		return w.pause()
-	case roll < 60:
+	case roll < 55:
 		if s := w.breakLane(); s != "" {
 			return s
 		}
@@ -468,7 +506,7 @@ func (w *simWorld) kill() string {
 	w.wg.Add(1)
 	go func() { // the engine's remains: every step of it fails now
 		defer w.wg.Done()
-		p.eng.Close() // ends its goroutines, which a dead process would not run
+		w.closeEngine(p) // ends its goroutines, which a dead process would not run
 	}()
 	return fmt.Sprintf("kill p%d (%s)", p.idx, p.id)
 }
@@ -675,7 +713,7 @@ func (w *simWorld) stop() {
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				p.eng.Close()
+				w.closeEngine(p)
 			}()
 		}
 	}
@@ -695,11 +733,22 @@ func simEnvInt(t *testing.T, name string, def int) int {
 	return n
 }
 
+// TestSimulationRecommitHole replays the seed on which the simulation
+// first found a caller's own COMMIT and BEGIN taken for one transaction: a
+// write committed under a lane another holder had taken in between (step
+// 2938 of WAL seed 5 before Fencing.dv). It must run clean.
+func TestSimulationRecommitHole(t *testing.T) {
+	res := runSim(t, simConfig{seed: 5, steps: 3500, procs: 3, journal: "WAL", stops: true, recommit: true})
+	for _, v := range res.violations {
+		t.Error(v)
+	}
+}
+
 // TestSimulation runs the simulation for a few seeds in WAL and
 // rollback-journal mode and fails on any violation.
 func TestSimulation(t *testing.T) {
 	steps := simEnvInt(t, "CLEOLEASE_SIM_STEPS", 3000)
-	recommit := os.Getenv("CLEOLEASE_SIM_RECOMMIT") != ""
+	recommit := os.Getenv("CLEOLEASE_SIM_RECOMMIT") != "0"
 	seeds := simEnvInt(t, "CLEOLEASE_SIM_SEEDS", 2)
 	for _, journal := range []string{"WAL", "DELETE"} {
 		for seed := range int64(seeds) {
@@ -709,6 +758,9 @@ func TestSimulation(t *testing.T) {
 				el := time.Since(start)
 				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy), %d hand-offs inside a commit",
 					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped, res.passed)
+				e := res.engines
+				t.Logf("engines: grants=%d claims=%d handoffs=%d unavailable=%d lost=%d fenced=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d breaks=%d",
+					e.Grants, e.Claims, e.Handoffs, e.Unavailable, e.Lost, e.Fenced, e.ReclaimDead, e.ReclaimTTL, e.DeadWaiters, e.Breaks)
 				for _, v := range res.violations {
 					t.Error(v)
 				}
