@@ -331,7 +331,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_wait", field: "Wait", kind: "Go duration", def: DefaultWait.String(),
-		doc: "longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)",
+		doc: "longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms without a hand-off of the lane) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)",
 		set: func(c *Config, v string) string { return setNonNegative(&c.Wait, v) },
 		get: func(c *Config) string { return c.Wait.String() },
 	},

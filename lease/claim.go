@@ -153,6 +153,8 @@ type claimRun struct {
 	poll       backoff      // the fallback period without a doorbell (pollWakeMin to fallbackPoll)
 	confirm    Confirmer    // the caller's connection, to confirm a grant datagram in (nil: none)
 	begun      bool         // the grant was confirmed inside a transaction opened on confirm
+	seenEpoch  int64        // the lane's epoch at the claim's last look (0: none yet)
+	enqueueDue bool         // await's retry timer is the self-enqueue deadline (see progressed)
 }
 
 // claim acquires the row across processes; the caller owns the gate.
@@ -228,6 +230,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 			}
 		}
 		retryIn := time.Duration(0)
+		c.enqueueDue = skip
 		if skip {
 			skip, retryIn = false, max(time.Until(selfEnqueue), time.Microsecond)
 		}
@@ -264,10 +267,11 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 	l := c.l
 	look, nudged := true, false
 	var again <-chan time.Time
+	var retryTimer *time.Timer
 	if retryIn > 0 {
-		t := time.NewTimer(retryIn)
-		defer t.Stop()
-		again = t.C
+		retryTimer = time.NewTimer(retryIn)
+		defer retryTimer.Stop()
+		again = retryTimer.C
 	}
 	for {
 		bell := l.e.bell.wait()
@@ -325,6 +329,12 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 				if ok, _ := l.reclaimable(r); ok {
 					return nil, true, nil
 				}
+				if c.progressed(r) && c.enqueueDue && retryTimer != nil {
+					// The lane was handed on since the last look: the
+					// registration travels with the grants, so the queue
+					// row waits for selfEnqueueAfter more.
+					retryTimer.Reset(selfEnqueueAfter)
+				}
 				switch {
 				case nudged && r.h.ID == c.rung && r.epoch == c.rungEpoch:
 					// Sent back by the holder the row names, at the same
@@ -381,7 +391,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	if r.h.ID == l.e.holderID {
 		return false
 	}
-	c.rung, c.rungEpoch = r.h.ID, r.epoch
+	c.rung, c.rungEpoch, c.seenEpoch = r.h.ID, r.epoch, r.epoch
 	c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
 	c.watchExit(r.h.PID)
 	dead, _ := l.reclaimable(r)

@@ -388,6 +388,22 @@ func TestPassTurnJudgedAtCommit(t *testing.T) {
 	epoch := h1.Epoch()
 	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
 	waitRegistered(t, e, 1)
+	// The process's next writer queues at the gate: the slice keeps the
+	// lane for it.
+	next := make(chan *Hold, 1)
+	go func() {
+		h, err := e.Acquire(ctx, "s", "l", req)
+		if err != nil {
+			t.Error(err)
+		}
+		next <- h
+	}()
+	l := e.lane("s", "l")
+	eventually(t, "the next writer to queue at the gate", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.waiters.Len() == 1
+	})
 	before := e.Stats()
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -418,23 +434,8 @@ func TestPassTurnJudgedAtCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The slice ends during that COMMIT (only this goroutine reads it),
-	// while the process's next writer queues at the gate.
+	// The slice ends during that COMMIT (only this goroutine reads it).
 	e.opts.Slice = 0
-	next := make(chan *Hold, 1)
-	go func() {
-		h, err := e.Acquire(ctx, "s", "l", req)
-		if err != nil {
-			t.Error(err)
-		}
-		next <- h
-	}()
-	l := e.lane("s", "l")
-	eventually(t, "the next writer to queue at the gate", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.waiters.Len() == 1
-	})
 	h1.Release()
 	h2 := <-next
 	if h2 == nil {

@@ -2,10 +2,10 @@
 // test: a primary and a replica with LiteFS's static lease, each with its
 // own HTTP port, data directory and FUSE mount under one internal/testdir
 // directory. It installs nothing: it finds the litefs binary on PATH or in
-// $(go env GOPATH)/bin (install it with `go install
-// github.com/superfly/litefs/cmd/litefs@v0.5.14`), needs /dev/fuse and
-// fusermount3 (Debian's fuse3), and skips the test naming what is missing
-// — except under CI (CI=true), where a missing piece fails the test.
+// $(go env GOPATH)/bin, needs /dev/fuse and fusermount3 (Debian's fuse3),
+// and skips the test naming what is missing — except under CI (CI=true),
+// where a missing piece fails the test. LiteFS installs with "go install
+// github.com/superfly/litefs/cmd/litefs@v0.5.14".
 //
 // Start waits for each node's "connected to cluster, ready" line (no
 // sleeps). Node.Stop, Node.Kill, Node.Promote and Node.Follow stop and

@@ -2,7 +2,12 @@
 
 package platform
 
-import "golang.org/x/sys/windows"
+import (
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/windows"
+)
 
 // WatchExit waits on a handle of process pid (and an event that stop
 // sets) on a goroutine of its own.
@@ -16,13 +21,37 @@ func WatchExit(pid int64, fn func()) (stop func(), err error) {
 		windows.CloseHandle(h)
 		return nil, ErrUnsupported
 	}
+	return watchExitHandles(h, ev, fn, windows.CloseHandle), nil
+}
+
+// watchExitHandles waits on the process handle h and the event ev on a
+// goroutine and runs fn when the process exits; stop sets ev. The
+// goroutine closes h when its wait ends; ev is closed (closeHandle) only
+// once both the wait has ended and stop was called, so that stop never
+// sets a closed handle: Windows reuses handle values, and an event set
+// through a stale one may be another's (under Wine, the semaphore a Go
+// runtime thread sleeps on: woken with no work, it crashed the process).
+func watchExitHandles(h, ev windows.Handle, fn func(), closeHandle func(windows.Handle) error) (stop func()) {
+	var refs atomic.Int32
+	refs.Store(2) // the goroutine's and stop's
+	release := func() {
+		if refs.Add(-1) == 0 {
+			closeHandle(ev)
+		}
+	}
 	go func() {
-		defer windows.CloseHandle(h)
-		defer windows.CloseHandle(ev)
+		defer closeHandle(h)
+		defer release()
 		r, err := windows.WaitForMultipleObjects([]windows.Handle{h, ev}, false, windows.INFINITE)
 		if err == nil && r == windows.WAIT_OBJECT_0 {
 			fn()
 		}
 	}()
-	return func() { windows.SetEvent(ev) }, nil
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			windows.SetEvent(ev)
+			release()
+		})
+	}
 }
