@@ -91,8 +91,10 @@ func roleBenchRMW() int {
 	}
 	hwm, rss, vmErr := benchVM()
 	var leaseWrites, passes int64 = -1, -1
+	var st cleolease.LeaseStats
 	if s.Peer == workload.Cleolease {
-		if st, err := cleolease.Stats(ctx, db); err == nil {
+		var err error
+		if st, err = cleolease.Stats(ctx, db); err == nil {
 			leaseWrites, passes = st.LeaseWrites, st.PassedInCommit
 		}
 	}
@@ -104,6 +106,7 @@ func roleBenchRMW() int {
 		res.Extra = map[string]int64{"hwm_kb": hwm, "rss_kb": rss, "fds_pre": int64(len(before)), "fds_end": int64(len(after))}
 		if leaseWrites >= 0 {
 			res.Extra["lease_writes"], res.Extra["passes"] = leaseWrites, passes
+			res.Extra["handoffs"], res.Extra["claims"], res.Extra["confirmed"] = st.Handoffs, st.Claims, st.Confirmed
 		}
 		for fd, target := range after {
 			if before[fd] != target {
@@ -288,13 +291,21 @@ func benchContention(b *testing.B, s workload.Spec, procs int) {
 		// The engine's own write transactions (claims, hand-offs, queue
 		// rows, heartbeats: each a replicated transaction on LiteFS) and
 		// the hand-offs carried inside a data commit, per data commit.
-		var writes, passes, commits int64
+		// Hand-offs (in a commit or not), claim transactions and grants
+		// confirmed in the caller's own transaction, per data commit.
+		var writes, passes, handoffs, claims, confirmed, commits int64
 		for _, r := range all {
 			writes, passes, commits = writes+r.Extra["lease_writes"], passes+r.Extra["passes"], commits+r.Commits
+			handoffs, claims, confirmed = handoffs+r.Extra["handoffs"], claims+r.Extra["claims"], confirmed+r.Extra["confirmed"]
 		}
 		if commits > 0 {
-			b.ReportMetric(float64(writes)/float64(commits), "leasetx/commit")
-			b.ReportMetric(float64(passes)/float64(commits), "passes/commit")
+			per := func(n int64) float64 { return float64(n) / float64(commits) }
+			b.ReportMetric(per(writes), "leasetx/commit")
+			b.ReportMetric(per(passes), "passes/commit")
+			b.ReportMetric(per(handoffs), "handoffs/commit")
+			b.ReportMetric(per(claims), "claims/commit")
+			b.ReportMetric(per(confirmed), "confirmed/commit")
+
 		}
 	}
 }

@@ -188,14 +188,18 @@ func (l *laneState) release(h *Hold) {
 	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
 		others := l.othersWaiting(context.Background())
 		switch {
-		case others && !l.inSlice(g):
+		case others && !h.inTurn.Load() && !l.inSlice(g):
 			l.handOff(g, "handed off")
 		case others:
 			// The row stays within its slice for this process's next
 			// writer, queued at the gate or arriving at once (a turn is a
 			// time budget): the watcher, woken by leave, hands the lane
 			// off as soon as it finds the gate free, so an idle holder
-			// keeps nobody waiting.
+			// keeps nobody waiting. A hold whose commit was judged within
+			// the slice (inTurn) counts as within it here too, although
+			// the slice may have ended during its COMMIT: the next
+			// writer's commit then carries the grant (Fencing.Pass)
+			// instead of a hand-off transaction now.
 			recall = true
 		case l.e.opts.Linger <= 0 && !l.hasWaiters():
 			l.handOff(g, "released")

@@ -21,6 +21,9 @@ type Hold struct {
 	gateHeld bool
 	claimed  bool // this acquisition claimed the row (vs. reusing a lingering one)
 	begun    bool // Acquire opened the caller's transaction and confirmed the grant in it (Begun)
+	// inTurn: Fencing.Pass found this hold's last commit inside the
+	// grant's slice, so the turn goes on past its release (see release).
+	inTurn   atomic.Bool
 	released atomic.Bool
 }
 

@@ -66,7 +66,15 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 		return nil, nil
 	}
 	l, g := h.l, h.g
-	if l.e.opts.MemoryOnly || g.lost.Load() || (l.inSlice(g) && l.hasWaiters()) {
+	if l.e.opts.MemoryOnly || g.lost.Load() {
+		return nil, nil
+	}
+	if l.inSlice(g) && l.hasWaiters() {
+		// The turn goes on for the work queued at the gate: the release
+		// that follows this COMMIT must not find the slice over a moment
+		// later and hand the lane off in a transaction of its own — the
+		// next commit passes it here.
+		h.inTurn.Store(true)
 		return nil, nil
 	}
 	// Only a waiter that registered can be granted here (and one that

@@ -368,3 +368,99 @@ func TestHeartbeatSkipsYoungGrants(t *testing.T) {
 		t.Error("after a beat, the next is due TTL/6 after it")
 	}
 }
+
+// TestPassTurnJudgedAtCommit: a commit judged inside the grant's slice
+// keeps the lane although the slice ends during its COMMIT: the release
+// that follows does not hand the lane off in a transaction of its own;
+// the next writer of the process, queued at the gate, carries the grant
+// in its own commit (one SQLite write transaction for the hand-off, not
+// two).
+func TestPassTurnJudgedAtCommit(t *testing.T) {
+	needDoorbell(t)
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger, o.Slice = 0, time.Hour })
+	ctx := context.Background()
+	h1, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	epoch := h1.Epoch()
+	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
+	waitRegistered(t, e, 1)
+	// The process's next writer queues at the gate: the slice keeps the
+	// lane for it.
+	next := make(chan *Hold, 1)
+	go func() {
+		h, err := e.Acquire(ctx, "s", "l", req)
+		if err != nil {
+			t.Error(err)
+		}
+		next <- h
+	}()
+	l := e.lane("s", "l")
+	eventually(t, "the next writer to queue at the gate", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.waiters.Len() == 1
+	})
+	before := e.Stats()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.Raw(func(dc any) error {
+		c := dc.(*sqlite3.SQLiteConn)
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
+			return err
+		}
+		f, lost, err := h1.FenceBegin(ctx, c)
+		if err != nil || lost {
+			return fmt.Errorf("FenceBegin: lost %v, %v", lost, err)
+		}
+		if _, err := c.ExecContext(ctx, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")", nil); err != nil {
+			return err
+		}
+		if err := f.Check(ctx, c, true); err != nil {
+			return err
+		}
+		if p, err := f.Pass(ctx, c); p != nil || err != nil {
+			return fmt.Errorf("Pass within the slice: %v, %v (want none)", p, err)
+		}
+		_, err = c.ExecContext(ctx, "COMMIT", nil)
+		return err
+	})
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The slice ends during that COMMIT (only this goroutine reads it).
+	e.opts.Slice = 0
+	h1.Release()
+	h2 := <-next
+	if h2 == nil {
+		t.FailNow()
+	}
+	if st := e.Stats(); st.LeaseWrites != before.LeaseWrites || st.Handoffs != before.Handoffs || h2.Epoch() != epoch {
+		t.Fatalf("after the first release: stats %+v (before %+v), next writer's epoch %d, want %d: the release handed the lane off in a transaction of its own", st, before, h2.Epoch(), epoch)
+	}
+	passTx(t, db, h2, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
+		func(c *sqlite3.SQLiteConn, p *Pass) {
+			if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
+				t.Fatal(err)
+			}
+			p.Committed()
+		})
+	h2.Release()
+	want := fmt.Sprintf("%d begun=true confirmed=1 refused=0", epoch+1)
+	if got := w.expect("granted"); got != want {
+		t.Fatalf("waiter: granted %s, want %s", got, want)
+	}
+	after := e.Stats()
+	if after.LeaseWrites != before.LeaseWrites || after.PassedInCommit != 1 || after.Handoffs != 1 {
+		t.Fatalf("stats %+v after %+v: want the one hand-off inside the second commit", after, before)
+	}
+	if got, want := grantsOf(t, db), fmt.Sprintf("holder@%d,holder@%d,waiter@%d", epoch, epoch, epoch+1); got != want {
+		t.Fatalf("grants %s, want %s", got, want)
+	}
+}
