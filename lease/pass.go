@@ -113,16 +113,7 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 // milliseconds) and returns the new epoch, or 0 when the guard matched no
 // row. A failed statement returns its error.
 func (l *laneState) passRow(ctx context.Context, q driver.QueryerContext, g *grant, h holder, ttl int64) (int64, error) {
-	if ttl <= 0 {
-		ttl = l.e.opts.TTL.Milliseconds()
-	}
-	var slot, start any
-	if h.Slot > 0 {
-		slot = h.Slot
-	}
-	if h.Start != "" {
-		start = h.Start
-	}
+	ttl, slot, start := l.holderValues(h, ttl)
 	vals := []any{l.scope, l.lane, h.ID, h.PID, l.e.nowMS(), ttl, start, slot, g.id, l.e.holderID, g.epoch}
 	args := make([]driver.NamedValue, len(vals))
 	for i, v := range vals {

@@ -103,6 +103,23 @@ type grantArgs struct {
 const grantFields = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbeat_at = ?5, ttl_ms = ?6,
 		reentrancy_depth = 1, active = 1, holder_start = ?7, holder_slot = ?8`
 
+// holderValues returns h's columns as a lease row stores them: its TTL in
+// milliseconds (the engine's when ttl ≤ 0), and its slot and start time,
+// nil (NULL) when unknown.
+func (l *laneState) holderValues(h holder, ttl int64) (int64, any, any) {
+	if ttl <= 0 {
+		ttl = l.e.opts.TTL.Milliseconds()
+	}
+	var slot, start any
+	if h.Slot > 0 {
+		slot = h.Slot
+	}
+	if h.Start != "" {
+		start = h.Start
+	}
+	return ttl, slot, start
+}
+
 // grantTo makes h (a waiter, possibly this process) the holder of the lane
 // with the next epoch; the caller is inside BEGIN IMMEDIATE. When a.prev
 // is set, that row is rewritten in place, guarded by its holder and epoch
@@ -114,16 +131,7 @@ const grantFields = `holder_id = ?3, holder_pid = ?4, acquired_at = ?5, heartbea
 func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, a grantArgs) (*grant, error) {
 	prev := a.prev
 	now := l.e.nowMS()
-	if ttl <= 0 {
-		ttl = l.e.opts.TTL.Milliseconds()
-	}
-	var slot, start any
-	if h.Slot > 0 {
-		slot = h.Slot
-	}
-	if h.Start != "" {
-		start = h.Start
-	}
+	ttl, slot, start := l.holderValues(h, ttl)
 	const fields = grantFields
 	// next is the lane's highest epoch + 1; floor is ?12 (takeoverFloor).
 	const next = `(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
