@@ -52,7 +52,10 @@ func TestSidecarDirFor(t *testing.T) {
 func TestMigrateOnLiteFSCreatesNothingBeside(t *testing.T) {
 	dir := testdir.New(t)
 	tmp := testdir.New(t)
+	// os.TempDir reads TMPDIR on Unix, TMP (then TEMP) on Windows.
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv("TMP", tmp)
+	t.Setenv("TEMP", tmp)
 	db := filepath.Join(dir, "app.db")
 	if err := os.WriteFile(db, nil, 0o644); err != nil {
 		t.Fatal(err)
