@@ -48,9 +48,7 @@ func TestPassInsideTheSliceWithNothingQueued(t *testing.T) {
 			p.Committed()
 		})
 	h.Release()
-	if got, want := w.expect("granted"), fmt.Sprintf("%d begun=true confirmed=1 refused=0", epoch+1); got != want {
-		t.Fatalf("waiter: granted %s, want %s", got, want)
-	}
+	expectGranted(t, w, epoch+1, 0)
 	after := e.Stats()
 	if after.LeaseWrites != before.LeaseWrites || after.PassedInCommit != 1 || after.Handoffs != 1 {
 		t.Fatalf("stats %+v after %+v: want the hand-off inside the data commit, no transaction of the engine's", after, before)
