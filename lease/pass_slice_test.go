@@ -41,12 +41,7 @@ func TestPassInsideTheSliceWithNothingQueued(t *testing.T) {
 	waitRegistered(t, e, 1)
 	before := e.Stats()
 	passTx(t, db, h, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
-		func(c *sqlite3.SQLiteConn, p *Pass) {
-			if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
-				t.Fatal(err)
-			}
-			p.Committed()
-		})
+		commitPassed(t))
 	h.Release()
 	expectGranted(t, w, epoch+1, 0)
 	after := e.Stats()

@@ -25,6 +25,17 @@ func init() {
 	}
 }
 
+// commitPassed is passTx's end for a transaction that commits: COMMIT,
+// then the Pass told so.
+func commitPassed(t *testing.T) func(*sqlite3.SQLiteConn, *Pass) {
+	return func(c *sqlite3.SQLiteConn, p *Pass) {
+		if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
+			t.Fatal(err)
+		}
+		p.Committed()
+	}
+}
+
 // expectGranted reads the waiter's "granted" line and checks its epoch
 // and how many grant datagrams its row refused. The waiter takes the grant
 // inside the transaction the grant datagram opens (begun, confirmed 1)
@@ -203,12 +214,7 @@ func TestPassGrantsInsideTheLastCommit(t *testing.T) {
 	waitRegistered(t, e, 1)
 	before := e.Stats()
 	passTx(t, db, h, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
-		func(c *sqlite3.SQLiteConn, p *Pass) {
-			if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
-				t.Fatal(err)
-			}
-			p.Committed()
-		})
+		commitPassed(t))
 	h.Release()
 	expectGranted(t, w, epoch+1, 0)
 	after := e.Stats()
@@ -311,12 +317,7 @@ func TestPassCommitOutcomeUnknown(t *testing.T) {
 	})
 	before := e.Stats()
 	passTx(t, db, h, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
-		func(c *sqlite3.SQLiteConn, p *Pass) {
-			if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
-				t.Fatal(err)
-			}
-			p.Committed()
-		})
+		commitPassed(t))
 	e.setHook(nil)
 	h.Release()
 	if got := w.expect("granted"); got != strconv.FormatInt(epoch+1, 10) {
@@ -354,12 +355,7 @@ func TestForgedGrantDatagramIsConfirmedAndRefused(t *testing.T) {
 		t.Fatalf("grants %q after a forged grant, want none", got)
 	}
 	passTx(t, db, h, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
-		func(c *sqlite3.SQLiteConn, p *Pass) {
-			if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
-				t.Fatal(err)
-			}
-			p.Committed()
-		})
+		commitPassed(t))
 	h.Release()
 	expectGranted(t, w, epoch+1, 1)
 	if got, want := grantsOf(t, db), fmt.Sprintf("holder@%d,waiter@%d", epoch, epoch+1); got != want {
@@ -465,12 +461,7 @@ func TestPassTurnJudgedAtCommit(t *testing.T) {
 		t.Fatalf("after the first release: stats %+v (before %+v), next writer's epoch %d, want %d: the release handed the lane off in a transaction of its own", st, before, h2.Epoch(), epoch)
 	}
 	passTx(t, db, h2, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
-		func(c *sqlite3.SQLiteConn, p *Pass) {
-			if _, err := c.ExecContext(context.Background(), "COMMIT", nil); err != nil {
-				t.Fatal(err)
-			}
-			p.Committed()
-		})
+		commitPassed(t))
 	h2.Release()
 	expectGranted(t, w, epoch+1, 0)
 	after := e.Stats()
