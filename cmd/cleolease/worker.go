@@ -131,13 +131,14 @@ func (fr fleetRun) run(ctx context.Context) ([]migrationOutcome, []workload.Resu
 	cmds := make([]*exec.Cmd, len(fr.specs))
 	for i, s := range fr.specs {
 		b, _ := json.Marshal(s)
-		cmds[i] = exec.CommandContext(ctx, exe, "worker", "--spec", string(b))
+		cmds[i] = exec.Command(exe, "worker", "--spec", string(b))
 		cmds[i].WaitDelay = 5 * time.Second
 	}
 	f, err := workload.StartFleet(cmds)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer context.AfterFunc(ctx, f.Kill)() // ctx ends the workers (Ctrl-C)
 	ok := false
 	defer func() {
 		if !ok {

@@ -25,28 +25,23 @@ type Proc struct {
 	err   error // how Cmd.Wait ended
 }
 
-// Launch connects pipes to cmd's stdin and stdout and starts it. Each line
-// the child writes to stdout goes first to filter, if not nil; the lines
-// filter does not take (returns false for) are read by Expect, in order.
-// The last few KB of the child's stderr are kept for error messages (and
-// still written to cmd.Stderr if the caller set one). Lines may be up to
-// 256 MiB long.
+// Launch connects pipes to cmd's stdin and stdout and starts it; the
+// running process is the returned Proc's Cmd (a copy of cmd if a start
+// was retried, as for StartCmd). Each line the child writes to stdout
+// goes first to filter, if not nil; the lines filter does not take
+// (returns false for) are read by Expect, in order. The last few KB of the
+// child's stderr are kept for error messages (and still written to
+// cmd.Stderr if the caller set one). Lines may be up to 256 MiB long.
 func Launch(name string, cmd *exec.Cmd, filter func(line string) bool) (*Proc, error) {
-	p := &Proc{Name: name, Cmd: cmd, lines: make(chan string, 16), tail: &tailBuffer{}}
+	p := &Proc{Name: name, lines: make(chan string, 16), tail: &tailBuffer{}}
 	if cmd.Stderr == nil {
 		cmd.Stderr = p.tail
 	} else {
 		cmd.Stderr = io.MultiWriter(cmd.Stderr, p.tail)
 	}
+	var out io.ReadCloser
 	var err error
-	if p.in, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
+	if p.Cmd, p.in, out, err = startPiped(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	go func() {

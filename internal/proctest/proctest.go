@@ -67,18 +67,14 @@ func Start(t TB, env ...string) *Child {
 }
 
 // StartCmd connects pipes to cmd's stdin and stdout, starts it, and has
-// t's cleanup kill and reap it. It fails t if the process cannot start.
+// t's cleanup kill and reap it. The running process is the returned
+// Child's Cmd: under Wine, a start CreateProcess failed transiently is
+// retried on a copy of cmd (see startPiped). It fails t if the process
+// cannot start.
 func StartCmd(t TB, cmd *exec.Cmd) *Child {
 	t.Helper()
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startPiped(cmd)
 	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
