@@ -136,6 +136,7 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 func (l *laneState) enterHeld() *grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.turn.arrive(time.Now(), l.busy || l.waiters.Len() > 0)
 	g := l.row
 	if l.closing || l.busy || l.waiters.Len() > 0 || g == nil || g.lost.Load() {
 		return nil
@@ -210,13 +211,14 @@ func (l *laneState) release(h *Hold) {
 	}
 	l.mu.Lock()
 	l.recall = l.recall || recall
+	l.turn.release(time.Now(), recall && h.inTurn.Load())
 	l.leaveLocked()
 	l.mu.Unlock()
 }
 
 // inSlice reports whether this process may keep the lane for more of its
-// own queued work although another process waits: for at most Slice after
-// it got the row (0: never, strict FIFO).
+// own work although another process waits: for at most Slice after it got
+// the row (0: never, strict FIFO).
 func (l *laneState) inSlice(g *grant) bool {
 	return l.e.opts.Slice > 0 && time.Since(g.at) < l.e.opts.Slice
 }

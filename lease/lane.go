@@ -51,6 +51,7 @@ type laneState struct {
 	recall    bool          // the watcher wants waking at the gate's next leave (see tryEnter)
 	kick      chan struct{} // wakes the watcher when the gate frees
 	closing   bool
+	turn      turn  // what keeps the lane within the slice (turn.go)
 	memEpoch  int64 // in-memory engines' epochs; touched only by the gate's owner
 
 	// Claims and hand-offs in flight (claim.go, handoff.go).
@@ -69,7 +70,7 @@ type laneState struct {
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
-	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), kick: make(chan struct{}, 1)}
+	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), kick: make(chan struct{}, 1), turn: turn{grace: returnGrace}}
 }
 
 // beatDue reports whether the row's heartbeat_at, written when the grant

@@ -15,12 +15,25 @@ func (l *laneState) watch() {
 	defer t.Stop()
 	for {
 		bell := l.e.bell.wait()
-		if l.tryEnter() {
+		l.mu.Lock()
+		grace := l.turn.graceLeft(time.Now())
+		if grace > 0 && l.busy {
+			grace = 0 // the writer came back: the gate's next leave wakes us
+		}
+		l.mu.Unlock()
+		if grace > 0 {
+			// The turn was kept for this process's writer: give it
+			// returnGrace to come back before handing the lane off.
+			t.Reset(grace)
+		} else if l.tryEnter() {
 			l.mu.Lock()
 			g, idle, closing := l.row, time.Since(l.idleSince), l.closing
 			l.mu.Unlock()
 			if g != nil && !closing {
 				if g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background()) {
+					l.mu.Lock()
+					l.turn.missed()
+					l.mu.Unlock()
 					if !g.lost.Load() {
 						l.handOff(g, "released after linger")
 					}

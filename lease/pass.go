@@ -45,7 +45,8 @@ const passSQL = `UPDATE _writer_leases SET ` + grantFields + `, epoch = ?11 + 1
 
 // Pass ends the hold's turn inside its transaction when it can: if this
 // commit ends the turn (the slice is over, or no more of this process's
-// work waits at the lane's gate for it) and the first live waiter in
+// work waits at the lane's gate for it and its writer is not expected
+// back: see turn) and the first live waiter in
 // line is one that registered with this process and still announces its
 // wait (its want byte), while no queue row exists, it rewrites the lane's row for that waiter on
 // q — the connection of the transaction the Fencing checked, still open,
@@ -69,11 +70,12 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 	if l.e.opts.MemoryOnly || g.lost.Load() {
 		return nil, nil
 	}
-	if l.inSlice(g) && l.hasWaiters() {
-		// The turn goes on for the work queued at the gate: the release
-		// that follows this COMMIT must not find the slice over a moment
+	if l.inSlice(g) && l.keepTurn() {
+		// The turn goes on for the work queued at the gate, or for a
+		// writer that comes straight back (turn.go): the release that
+		// follows this COMMIT must not find the slice over a moment
 		// later and hand the lane off in a transaction of its own — the
-		// next commit passes it here.
+		// next commit passes it here, or the watcher after returnGrace.
 		h.inTurn.Store(true)
 		return nil, nil
 	}

@@ -195,6 +195,42 @@ func passTx(t *testing.T, db *sql.DB, h *Hold, body string, end func(c *sqlite3.
 	}
 }
 
+// keptTx runs body in a write transaction under h whose commit keeps the
+// lane within the turn: Pass must hand nothing over.
+func keptTx(t *testing.T, db *sql.DB, h *Hold, body string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c := dc.(*sqlite3.SQLiteConn)
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
+			return err
+		}
+		f, lost, err := h.FenceBegin(ctx, c)
+		if err != nil || lost {
+			return fmt.Errorf("FenceBegin: lost %v, %v", lost, err)
+		}
+		if _, err := c.ExecContext(ctx, body, nil); err != nil {
+			return err
+		}
+		if err := f.Check(ctx, c, true); err != nil {
+			return err
+		}
+		if p, err := f.Pass(ctx, c); p != nil || err != nil {
+			return fmt.Errorf("Pass within the turn: %v, %v (want none)", p, err)
+		}
+		_, err = c.ExecContext(ctx, "COMMIT", nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func grantsOf(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	return strings.Join(relGrants(t, db), ",")
@@ -421,35 +457,7 @@ func TestPassTurnJudgedAtCommit(t *testing.T) {
 		return l.waiters.Len() == 1
 	})
 	before := e.Stats()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = conn.Raw(func(dc any) error {
-		c := dc.(*sqlite3.SQLiteConn)
-		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
-			return err
-		}
-		f, lost, err := h1.FenceBegin(ctx, c)
-		if err != nil || lost {
-			return fmt.Errorf("FenceBegin: lost %v, %v", lost, err)
-		}
-		if _, err := c.ExecContext(ctx, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")", nil); err != nil {
-			return err
-		}
-		if err := f.Check(ctx, c, true); err != nil {
-			return err
-		}
-		if p, err := f.Pass(ctx, c); p != nil || err != nil {
-			return fmt.Errorf("Pass within the slice: %v, %v (want none)", p, err)
-		}
-		_, err = c.ExecContext(ctx, "COMMIT", nil)
-		return err
-	})
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	keptTx(t, db, h1, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")")
 	// The slice ends during that COMMIT (only this goroutine reads it).
 	e.opts.Slice = 0
 	h1.Release()
