@@ -105,11 +105,3 @@ func (l *laneState) hasWaiters() bool {
 	defer l.mu.Unlock()
 	return l.waiters.Len() > 0
 }
-
-// keepTurn reports whether the turn goes on for more of this process's
-// work (turn.keep): queued at the gate, or a writer expected back.
-func (l *laneState) keepTurn() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.turn.keep(l.waiters.Len() > 0)
-}

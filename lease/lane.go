@@ -92,6 +92,7 @@ func (l *laneState) setRow(g *grant) {
 	l.row, l.incoming = g, false
 	if g != nil {
 		l.passedTo = ""
+		l.turn.started()
 	}
 	l.mu.Unlock()
 }
