@@ -163,7 +163,9 @@
 //   - linger: how long an idle holder keeps the row while nobody waits, so
 //     the next write pays no claim (linger.go).
 //   - slice: how long a holder may keep the lane for more of its own
-//     queued work while another process waits (acquire.go).
+//     work while another process waits — work queued at the gate, or a
+//     writer that comes straight back — and at least two commits however
+//     long they take (turn.go).
 //   - cold-open lease: the lease under which a process runs the migrations
 //     the first time it opens a file, so that exactly one process migrates.
 package lease
