@@ -46,8 +46,16 @@ func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *qu
 // handOff releases this process's row and, in the same transaction, grants
 // the lane to the first live waiter (checked inside that transaction, so a
 // waiter that gave up is never granted). The caller owns the gate (or the
-// engine is closing).
+// engine is closing: then the linger watcher may be handing g off too, and
+// the second call returns at once).
 func (l *laneState) handOff(g *grant, why string) {
+	if !g.handing.CompareAndSwap(false, true) {
+		// Another hand-off of g runs (see grant.handing). The fault hook
+		// only lets a test see the skip; there is nothing to inject.
+		_ = l.e.fault("handoff/skipped")
+		return
+	}
+	defer g.handing.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rang string

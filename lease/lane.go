@@ -18,6 +18,10 @@ type grant struct {
 	// over the row (cleared if that fails): a heartbeat racing with it then
 	// finds the row gone, and must not call the grant lost.
 	given atomic.Bool
+	// handing is set while a hand-off of this grant runs (handOff): a
+	// second one — Close's, racing the linger watcher's — returns at once
+	// instead of finding the row handed on and calling the grant lost.
+	handing atomic.Bool
 	// why says how the grant ended once lost is set (the reason of the
 	// *Error wrapping ErrLost); the first reason recorded wins.
 	why atomic.Pointer[string]
