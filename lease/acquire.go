@@ -158,8 +158,7 @@ func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts Acquir
 		l.setRow(nil)
 	}
 	if l.e.opts.MemoryOnly {
-		l.memEpoch++
-		g := &grant{epoch: l.memEpoch, at: time.Now()}
+		g := &grant{epoch: l.epochs.next(), at: time.Now()}
 		l.setRow(g)
 		return g, false, false, nil
 	}

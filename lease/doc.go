@@ -108,7 +108,7 @@
 // stepped back (by more than the time since the last grant; within one
 // process the high-water mark covers even that); across hosts, when their
 // clocks differ by less than the time between the last grant of one and
-// the first of the other. See epochFloor in recreate.go.
+// the first of the other. See epochMemory.floor in epochs.go.
 //
 // A copy of the file that missed the last grants (a LiteFS replica
 // promoted before they arrived; a file that lost its last commits at a

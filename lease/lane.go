@@ -36,7 +36,7 @@ type laneState struct {
 	scope, lane string
 	want        int64 // start of the lane's want region (see wantBits)
 
-	// mu guards every field below except looks (atomic) and memEpoch.
+	// mu guards every field below except looks (atomic) and epochs.
 	mu sync.Mutex
 
 	// The in-process FIFO gate (gate.go).
@@ -51,8 +51,7 @@ type laneState struct {
 	recall    bool          // the watcher wants waking at the gate's next leave (see tryEnter)
 	kick      chan struct{} // wakes the watcher when the gate frees
 	closing   bool
-	turn      turn  // what keeps the lane within the slice (turn.go)
-	memEpoch  int64 // in-memory engines' epochs; touched only by the gate's owner
+	turn      turn // what keeps the lane within the slice (turn.go)
 
 	// Claims and hand-offs in flight (claim.go, handoff.go).
 	claiming     bool   // a claim is in progress
@@ -64,9 +63,8 @@ type laneState struct {
 	pending map[string]registration // waiters that told us they wait, by holder id
 	looks   atomic.Int64            // requests to look at this lane (see lookArrived)
 
-	// highEpoch is the highest epoch this process has seen the lane carry
-	// (see epochFloor); atomic.
-	highEpoch atomic.Int64
+	// What this process remembers of the lane's epochs (epochs.go).
+	epochs epochMemory
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
@@ -86,7 +84,7 @@ func (g *grant) beatDue(now time.Time, every time.Duration) bool {
 
 func (l *laneState) setRow(g *grant) {
 	if g != nil {
-		l.noteEpoch(g.epoch)
+		l.epochs.note(g.epoch)
 	}
 	l.mu.Lock()
 	l.row, l.incoming = g, false
@@ -104,7 +102,7 @@ func (l *laneState) currentRow() *grant {
 
 func (l *laneState) markLost(g *grant, why string) {
 	g.why.CompareAndSwap(nil, &why)
-	l.noteEpoch(g.epoch)
+	l.epochs.note(g.epoch)
 	if g.lost.CompareAndSwap(false, true) {
 		l.e.stats.Lost.Add(1)
 		l.e.logf(slog.LevelWarn, "cleolease: lease lost", "scope", l.scope, "lane", l.lane, "epoch", g.epoch, "reason", *g.why.Load())

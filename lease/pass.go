@@ -138,7 +138,7 @@ func (l *laneState) passRow(ctx context.Context, q driver.QueryerContext, g *gra
 	if epoch != g.epoch+1 {
 		return 0, nil // cannot happen (the statement sets it); never trusted
 	}
-	l.noteEpoch(epoch)
+	l.epochs.note(epoch)
 	return epoch, nil
 }
 
