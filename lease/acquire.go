@@ -136,12 +136,13 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 func (l *laneState) enterHeld() *grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.turn.arrive(time.Now(), l.busy || l.waiters.Len() > 0)
+	free := l.gate.freeLocked()
+	l.turn.arrive(time.Now(), !free)
 	g := l.row
-	if l.closing || l.busy || l.waiters.Len() > 0 || g == nil || g.lost.Load() {
+	if l.closing || !free || g == nil || g.lost.Load() {
 		return nil
 	}
-	l.busy = true
+	l.gate.takeLocked()
 	l.depth = 1
 	return g
 }

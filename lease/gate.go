@@ -1,29 +1,84 @@
 package lease
 
 import (
+	"container/list"
 	"context"
 	"time"
 )
 
-type gateWaiter struct {
-	ch      chan struct{}
-	granted bool
+// gate is a lane's in-process FIFO gate: it lets this process's writers of
+// the lane through one at a time, in arrival order. Its fields are guarded
+// by the lane's mu (Acquire's fast path, enterHeld, tests the gate and the
+// held row under that one lock), so its methods are called with it held.
+type gate struct {
+	busy    bool      // the gate is owned
+	waiters list.List // of *gateWaiter, in arrival order
 }
 
-// enter waits for the in-process gate in arrival order.
+// gateWaiter is one writer queued at the gate.
+type gateWaiter struct {
+	ch      chan struct{} // closed when the gate is passed to it
+	granted bool          // the gate was passed to it
+	el      *list.Element // its place in the queue
+}
+
+// freeLocked reports whether the gate is neither owned nor queued for.
+func (g *gate) freeLocked() bool { return !g.busy && g.waiters.Len() == 0 }
+
+// queuedLocked reports whether a writer waits for the gate.
+func (g *gate) queuedLocked() bool { return g.waiters.Len() > 0 }
+
+// ownedLocked reports whether the gate is owned.
+func (g *gate) ownedLocked() bool { return g.busy }
+
+// takeLocked makes the caller the gate's owner; the gate is free.
+func (g *gate) takeLocked() { g.busy = true }
+
+// joinLocked queues a writer behind the gate's owner and earlier waiters.
+func (g *gate) joinLocked() *gateWaiter {
+	w := &gateWaiter{ch: make(chan struct{})}
+	w.el = g.waiters.PushBack(w)
+	return w
+}
+
+// quitLocked takes w, which gave up waiting, out of the queue, and reports
+// whether the gate had been passed to it meanwhile: the caller then owns
+// it, and passes it on.
+func (g *gate) quitLocked(w *gateWaiter) (granted bool) {
+	if w.granted {
+		return true
+	}
+	g.waiters.Remove(w.el)
+	return false
+}
+
+// passLocked passes the gate from its owner to the first waiter and
+// reports true, or frees it when nobody waits.
+func (g *gate) passLocked() bool {
+	front := g.waiters.Front()
+	if front == nil {
+		g.busy = false
+		return false
+	}
+	w := g.waiters.Remove(front).(*gateWaiter)
+	w.granted = true
+	close(w.ch)
+	return true
+}
+
+// enter waits for the lane's gate in arrival order.
 func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
 		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
 	}
-	if !l.busy && l.waiters.Len() == 0 {
-		l.busy = true
+	if l.gate.freeLocked() {
+		l.gate.takeLocked()
 		l.mu.Unlock()
 		return nil
 	}
-	w := &gateWaiter{ch: make(chan struct{})}
-	el := l.waiters.PushBack(w)
+	w := l.gate.joinLocked()
 	l.mu.Unlock()
 	var err error
 	select {
@@ -35,10 +90,8 @@ func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 		err = errWaitBound
 	}
 	l.mu.Lock()
-	if w.granted { // granted as we gave up: pass it on
+	if l.gate.quitLocked(w) { // granted as we gave up: pass it on
 		l.leaveLocked()
-	} else {
-		l.waiters.Remove(el)
 	}
 	l.mu.Unlock()
 	return err
@@ -51,11 +104,11 @@ func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 func (l *laneState) tryEnter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.busy || l.waiters.Len() > 0 {
+	if !l.gate.freeLocked() {
 		l.recall = true
 		return false
 	}
-	l.busy = true
+	l.gate.takeLocked()
 	l.recall = false
 	return true
 }
@@ -66,14 +119,12 @@ func (l *laneState) leave() {
 	l.mu.Unlock()
 }
 
+// leaveLocked passes the gate to the next writer of this process or, with
+// none, frees it and lets the linger watcher look at the idle lane.
 func (l *laneState) leaveLocked() {
-	if front := l.waiters.Front(); front != nil {
-		w := l.waiters.Remove(front).(*gateWaiter)
-		w.granted = true
-		close(w.ch)
+	if l.gate.passLocked() {
 		return
 	}
-	l.busy = false
 	l.idleSince = time.Now()
 	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
 		if !l.watching || l.recall {
@@ -103,7 +154,7 @@ func (l *laneState) startWatcherLocked() {
 func (l *laneState) hasWaiters() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.waiters.Len() > 0
+	return l.gate.queuedLocked()
 }
 
 // keepTurn reports whether the turn goes on for more of this process's
@@ -111,5 +162,5 @@ func (l *laneState) hasWaiters() bool {
 func (l *laneState) keepTurn() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.turn.keep(l.waiters.Len() > 0)
+	return l.turn.keep(l.gate.queuedLocked())
 }

@@ -109,7 +109,7 @@ func (l *laneState) adoptOrphan() {
 	}
 	l.row = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
 	l.idleSince = time.Now()
-	if !l.busy {
+	if !l.gate.ownedLocked() {
 		l.startWatcherLocked()
 	}
 	l.e.logf(slog.LevelInfo, "cleolease: adopted a lane granted after its waiter gave up; passing it on",

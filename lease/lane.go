@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"container/list"
 	"database/sql/driver"
 	"log/slog"
 	"sync"
@@ -39,9 +38,7 @@ type laneState struct {
 	// mu guards every field below except looks (atomic) and epochs.
 	mu sync.Mutex
 
-	// The in-process FIFO gate (gate.go).
-	busy    bool      // the gate is owned
-	waiters list.List // of *gateWaiter
+	gate gate // the in-process FIFO gate (gate.go)
 
 	// The row this process holds, and its linger watcher (linger.go).
 	row       *grant // nil: this process does not hold the row

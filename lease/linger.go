@@ -17,7 +17,7 @@ func (l *laneState) watch() {
 		bell := l.e.bell.wait()
 		l.mu.Lock()
 		grace := l.turn.graceLeft(time.Now())
-		if grace > 0 && l.busy {
+		if grace > 0 && l.gate.ownedLocked() {
 			grace = 0 // the writer came back: the gate's next leave wakes us
 		}
 		l.mu.Unlock()
@@ -44,11 +44,7 @@ func (l *laneState) watch() {
 			if done {
 				l.watching = false
 			}
-			l.busy = false
-			if l.waiters.Len() > 0 {
-				l.busy = true
-				l.leaveLocked()
-			}
+			l.gate.passLocked() // to the next writer (not leaveLocked: this was the idle lane's look)
 			l.mu.Unlock()
 			if done {
 				return
