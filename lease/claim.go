@@ -206,7 +206,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	// the holder (or the next holder) for SQLite's write lock. It writes
 	// its own queue row only when the lane falls free, its holder dies, or
 	// after selfEnqueueAfter (so that Status shows it).
-	c.seenGrants, c.seenLooks = l.e.bell.granted.Load(), l.looks.Load() // a ring from now on makes await look
+	c.seenGrants, c.seenLooks = l.e.bell.granted.Load(), l.inbox.looks.Load() // a ring from now on makes await look
 	c.wroteRow = false
 	skip := c.ringHolder(ctx)
 	selfEnqueue := time.Now().Add(selfEnqueueAfter)
@@ -275,7 +275,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 	}
 	for {
 		bell := l.e.bell.wait()
-		closes, granted, looks := l.e.bell.closes(), l.e.bell.granted.Load(), l.looks.Load()
+		closes, granted, looks := l.e.bell.closes(), l.e.bell.granted.Load(), l.inbox.looks.Load()
 		if granted != c.seenGrants {
 			look = true // rung since the last look (perhaps before this wait began)
 		}
@@ -357,7 +357,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 		}
 		select {
 		case <-bell:
-			nudged = l.looks.Load() != looks
+			nudged = l.inbox.looks.Load() != looks
 			look = !l.e.bell.watched() || nudged || l.e.bell.granted.Load() != granted || l.e.bell.closes() != closes
 		case <-fallback.C:
 			look, nudged = true, false

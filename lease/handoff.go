@@ -113,7 +113,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		if l.row == g {
 			l.row = nil
 		}
-		l.passedTo = rang
+		l.inbox.passedTo = rang
 		l.mu.Unlock()
 	}
 	switch {

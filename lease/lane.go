@@ -35,7 +35,8 @@ type laneState struct {
 	scope, lane string
 	want        int64 // start of the lane's want region (see wantBits)
 
-	// mu guards every field below except looks (atomic) and epochs.
+	// mu guards every field below except epochs (atomic) and the inbox's
+	// looks (atomic).
 	mu sync.Mutex
 
 	gate gate // the in-process FIFO gate (gate.go)
@@ -53,12 +54,9 @@ type laneState struct {
 	// Claims and hand-offs in flight (claim.go, handoff.go).
 	claiming     bool   // a claim is in progress
 	incoming     bool   // a grant to that claim arrived
-	passedTo     string // the holder this process last handed the lane to
 	lastWaitInfo string // the holder that kept the lane, for errors
 
-	// The inbox of waiters' registrations and requests to look (inbox.go).
-	pending map[string]registration // waiters that told us they wait, by holder id
-	looks   atomic.Int64            // requests to look at this lane (see lookArrived)
+	inbox inbox // other processes' waiters' registrations (inbox.go)
 
 	// What this process remembers of the lane's epochs (epochs.go).
 	epochs epochMemory
@@ -86,7 +84,7 @@ func (l *laneState) setRow(g *grant) {
 	l.mu.Lock()
 	l.row, l.incoming = g, false
 	if g != nil {
-		l.passedTo = ""
+		l.inbox.passedTo = ""
 	}
 	l.mu.Unlock()
 }

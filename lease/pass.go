@@ -83,7 +83,7 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 	// registered is tested below for its want byte): with none, the
 	// commit costs one look at the inbox.
 	l.mu.Lock()
-	mine, none := l.row == g, len(l.pending) == 0
+	mine, none := l.row == g, l.inbox.emptyLocked()
 	l.mu.Unlock()
 	if !mine || none {
 		return nil, nil
@@ -164,7 +164,7 @@ func (p *Pass) done() {
 	if l.row == p.g {
 		l.row = nil
 	}
-	l.passedTo = p.to.ID
+	l.inbox.passedTo = p.to.ID
 	l.mu.Unlock()
 	rest := slices.DeleteFunc(p.regs, func(r registration) bool { return r.ID == p.to.ID || slices.Contains(p.gone, r.ID) })
 	l.e.bell.ringGrant(p.to.ID, l.scope, l.lane, rest)

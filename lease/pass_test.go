@@ -380,7 +380,7 @@ func TestForgedGrantDatagramIsConfirmedAndRefused(t *testing.T) {
 	l := e.lane("s", "l")
 	l.mu.Lock()
 	var id string
-	for k := range l.pending {
+	for k := range l.inbox.pending {
 		id = k
 	}
 	l.mu.Unlock()
