@@ -210,7 +210,9 @@ func (l *laneState) release(h *Hold) {
 		// meanwhile rings the doorbell (tryEnter).
 	}
 	l.mu.Lock()
-	l.recall = l.recall || recall
+	if recall {
+		l.watcher.askLocked()
+	}
 	l.turn.release(time.Now(), recall && h.inTurn.Load())
 	l.leaveLocked()
 	l.mu.Unlock()

@@ -105,11 +105,11 @@ func (l *laneState) tryEnter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.gate.freeLocked() {
-		l.recall = true
+		l.watcher.askLocked()
 		return false
 	}
 	l.gate.takeLocked()
-	l.recall = false
+	l.watcher.lookingLocked()
 	return true
 }
 
@@ -127,27 +127,11 @@ func (l *laneState) leaveLocked() {
 	}
 	l.idleSince = time.Now()
 	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
-		if !l.watching || l.recall {
-			l.recall = false
+		if l.watcher.neededLocked() {
 			l.startWatcherLocked()
 		}
 		// Otherwise the watcher's own timer (at most fallbackPoll away)
 		// finds the lane idle: nobody asked it to look sooner.
-	}
-}
-
-// startWatcherLocked starts the linger watcher, or wakes it if it runs;
-// l.mu is held.
-func (l *laneState) startWatcherLocked() {
-	if !l.watching {
-		l.watching = true
-		l.e.wg.Add(1)
-		go l.watch()
-		return
-	}
-	select {
-	case l.kick <- struct{}{}:
-	default:
 	}
 }
 

@@ -45,11 +45,9 @@ type laneState struct {
 	row       *grant // nil: this process does not hold the row
 	depth     int    // nesting of the current hold
 	idleSince time.Time
-	watching  bool
-	recall    bool          // the watcher wants waking at the gate's next leave (see tryEnter)
-	kick      chan struct{} // wakes the watcher when the gate frees
 	closing   bool
-	turn      turn // what keeps the lane within the slice (turn.go)
+	watcher   lingerWatcher // hands the idle row on or releases it (linger.go)
+	turn      turn          // what keeps the lane within the slice (turn.go)
 
 	// Claims and hand-offs in flight (claim.go, handoff.go).
 	claiming     bool   // a claim is in progress
@@ -63,7 +61,7 @@ type laneState struct {
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
-	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), kick: make(chan struct{}, 1), turn: turn{grace: returnGrace}}
+	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), watcher: newLingerWatcher(), turn: turn{grace: returnGrace}}
 }
 
 // beatDue reports whether the row's heartbeat_at, written when the grant

@@ -5,6 +5,69 @@ import (
 	"time"
 )
 
+// lingerWatcher is the lane's linger watcher: a goroutine (watch) that
+// runs while this process holds the lane's row, hands the row to another
+// process as soon as one waits while no hold is active, and releases it
+// after Linger idle. Its fields are guarded by the lane's mu (the gate's
+// leave decides under that lock whether to wake it); kick is its wake-up.
+type lingerWatcher struct {
+	watching bool          // the watch goroutine runs
+	recall   bool          // it wants waking at the gate's next leave (see tryEnter)
+	kick     chan struct{} // wakes it (capacity 1)
+}
+
+func newLingerWatcher() lingerWatcher { return lingerWatcher{kick: make(chan struct{}, 1)} }
+
+// startLocked records the watcher as running and reports whether the
+// caller must start its goroutine (it was not running); a running watcher
+// is woken instead.
+func (w *lingerWatcher) startLocked() (start bool) {
+	if !w.watching {
+		w.watching = true
+		return true
+	}
+	w.wake()
+	return false
+}
+
+// stoppedLocked records that the watch goroutine ends.
+func (w *lingerWatcher) stoppedLocked() { w.watching = false }
+
+// wake wakes the watch goroutine, if it runs, at once.
+func (w *lingerWatcher) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// askLocked asks for the watcher to be woken at the gate's next leave: it
+// could not take the gate to look now.
+func (w *lingerWatcher) askLocked() { w.recall = true }
+
+// lookingLocked records that the watcher took the gate to look: its
+// request to be woken is answered.
+func (w *lingerWatcher) lookingLocked() { w.recall = false }
+
+// neededLocked reports whether the gate's leave must start or wake the
+// watcher (it does not run, or asked to be woken), answering the request.
+func (w *lingerWatcher) neededLocked() bool {
+	if !w.watching || w.recall {
+		w.recall = false
+		return true
+	}
+	return false
+}
+
+// startWatcherLocked starts the linger watcher, or wakes it if it runs;
+// l.mu is held.
+func (l *laneState) startWatcherLocked() {
+	if l.watcher.startLocked() {
+		l.e.wg.Add(1)
+		go l.watch()
+	}
+}
+
 // watch runs while this process holds the row: whenever no hold is active
 // it hands the row over as soon as another process waits (woken by the
 // doorbell, or by the gate freeing) and releases it after Linger idle. It
@@ -42,7 +105,7 @@ func (l *laneState) watch() {
 			l.mu.Lock()
 			done := l.row == nil || l.closing
 			if done {
-				l.watching = false
+				l.watcher.stoppedLocked()
 			}
 			l.gate.passLocked() // to the next writer (not leaveLocked: this was the idle lane's look)
 			l.mu.Unlock()
@@ -58,7 +121,7 @@ func (l *laneState) watch() {
 			l.mu.Lock()
 			done := l.row == nil || l.closing
 			if done {
-				l.watching = false
+				l.watcher.stoppedLocked()
 			}
 			l.mu.Unlock()
 			if done {
@@ -68,7 +131,7 @@ func (l *laneState) watch() {
 		}
 		select {
 		case <-bell:
-		case <-l.kick:
+		case <-l.watcher.kick:
 		case <-t.C:
 		}
 	}
@@ -80,10 +143,7 @@ func (l *laneState) shutdown() {
 	l.closing = true
 	g := l.row
 	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
+	l.watcher.wake()
 	if l.e.opts.MemoryOnly {
 		return
 	}
