@@ -92,9 +92,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 // and the Abandoned counter.
 func (l *laneState) ctxErr(err error, waited time.Duration) error {
 	l.e.stats.Abandoned.Add(1)
-	l.mu.Lock()
-	who := l.lastWaitInfo
-	l.mu.Unlock()
+	who := l.waitedOn()
 	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
 		"waited", waited, "holder", who, "err", err)
 	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
@@ -106,9 +104,7 @@ func (l *laneState) ctxErr(err error, waited time.Duration) error {
 // else a degraded Hold, logged at warning level with the file, the lane,
 // the wait and the holder waited on.
 func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
-	l.mu.Lock()
-	who := l.lastWaitInfo
-	l.mu.Unlock()
+	who := l.waitedOn()
 	if opts.Require || l.e.opts.Replicated {
 		if gateHeld {
 			l.leave()

@@ -18,7 +18,7 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 	v := l.e.probe(r.h)
 	info := fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)
 	l.mu.Lock()
-	l.lastWaitInfo = info // read by waiters that give up at the gate
+	l.claimSlot.waitedOn = info // read by waiters that give up at the gate
 	l.mu.Unlock()
 	return reclaimDecision(v, l.e.nowMS(), r.heartbeat, r.ttl, l.e.opts.TTL.Milliseconds(), l.e.opts.StealAfterTTL)
 }
@@ -176,14 +176,11 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	l := c.l
 	defer c.unlockWant()
 	l.mu.Lock()
-	l.claiming = true
+	l.claimSlot.beginLocked()
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
-		l.claiming = false
-		if g == nil {
-			l.incoming = false
-		}
+		l.claimSlot.endLocked(g != nil)
 		l.mu.Unlock()
 	}()
 	fallback := time.NewTimer(fallbackPoll)

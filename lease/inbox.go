@@ -91,7 +91,7 @@ func (e *Engine) registered(r registration, withGrant bool) {
 		return
 	}
 	l.mu.Lock()
-	if l.row == nil && !l.incoming && !withGrant {
+	if l.row == nil && !l.claimSlot.incoming && !withGrant {
 		// This process does not hold the lane: if it just handed it on,
 		// the registration follows the lane once; otherwise the waiter
 		// is told to look, and registers with the holder it finds.
@@ -118,8 +118,7 @@ func (e *Engine) grantArrived(scope, lane string) {
 		return // never claimed here
 	}
 	l.mu.Lock()
-	if l.claiming {
-		l.incoming = true
+	if l.claimSlot.grantArrivedLocked() {
 		l.mu.Unlock()
 		return
 	}
@@ -155,7 +154,7 @@ func (l *laneState) adoptOrphan() {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.row != nil || l.claiming || l.closing {
+	if l.row != nil || l.claimSlot.running || l.closing {
 		return // a claim in progress finds the row itself
 	}
 	l.row = &grant{id: r.id, epoch: r.epoch, at: time.Now()}

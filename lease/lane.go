@@ -49,10 +49,7 @@ type laneState struct {
 	watcher   lingerWatcher // hands the idle row on or releases it (linger.go)
 	turn      turn          // what keeps the lane within the slice (turn.go)
 
-	// Claims and hand-offs in flight (claim.go, handoff.go).
-	claiming     bool   // a claim is in progress
-	incoming     bool   // a grant to that claim arrived
-	lastWaitInfo string // the holder that kept the lane, for errors
+	claimSlot claimSlot // the claim in progress, as the lane sees it (claimslot.go)
 
 	inbox inbox // other processes' waiters' registrations (inbox.go)
 
@@ -80,7 +77,8 @@ func (l *laneState) setRow(g *grant) {
 		l.epochs.note(g.epoch)
 	}
 	l.mu.Lock()
-	l.row, l.incoming = g, false
+	l.row = g
+	l.claimSlot.settledLocked()
 	if g != nil {
 		l.inbox.passedTo = ""
 	}

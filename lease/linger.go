@@ -151,7 +151,7 @@ func (l *laneState) shutdown() {
 		l.handOff(g, "released at close")
 	}
 	l.mu.Lock()
-	claiming := l.claiming
+	claiming := l.claimSlot.running
 	l.mu.Unlock()
 	if claiming {
 		// A claim still waits (its caller's Acquire): its own exit leaves
