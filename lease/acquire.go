@@ -45,7 +45,7 @@ type AcquireOptions struct {
 func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
 	if root := holdFrom(ctx, e, scope, lane); root != nil {
 		root.l.mu.Lock()
-		root.l.depth++
+		root.l.held.nestLocked()
 		root.l.mu.Unlock()
 		return &Hold{l: root.l, g: root.g, root: root}, nil
 	}
@@ -79,7 +79,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		return nil, err
 	}
 	l.mu.Lock()
-	l.depth = 1
+	l.held.beginLocked()
 	l.mu.Unlock()
 	e.stats.Grants.Add(1)
 	e.stats.observeWait(bound.waited())
@@ -133,13 +133,13 @@ func (l *laneState) enterHeld() *grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	free := l.gate.freeLocked()
-	l.turn.arrive(time.Now(), !free)
-	g := l.row
+	l.held.turn.arrive(time.Now(), !free)
+	g := l.held.row
 	if l.closing || !free || g == nil || g.lost.Load() {
 		return nil
 	}
 	l.gate.takeLocked()
-	l.depth = 1
+	l.held.beginLocked()
 	return g
 }
 
@@ -174,8 +174,7 @@ func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts Acquir
 // release ends a first-acquisition Hold.
 func (l *laneState) release(h *Hold) {
 	l.mu.Lock()
-	l.depth = 0
-	row := l.row
+	row := l.held.endLocked()
 	l.mu.Unlock()
 	if !h.gateHeld {
 		return
@@ -209,7 +208,7 @@ func (l *laneState) release(h *Hold) {
 	if recall {
 		l.watcher.askLocked()
 	}
-	l.turn.release(time.Now(), recall && h.inTurn.Load())
+	l.held.turn.release(time.Now(), recall && h.inTurn.Load())
 	l.leaveLocked()
 	l.mu.Unlock()
 }

@@ -125,8 +125,8 @@ func (l *laneState) leaveLocked() {
 	if l.gate.passLocked() {
 		return
 	}
-	l.idleSince = time.Now()
-	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
+	l.held.idleLocked(time.Now())
+	if l.held.row != nil && !l.closing && !l.e.opts.MemoryOnly {
 		if l.watcher.neededLocked() {
 			l.startWatcherLocked()
 		}
@@ -146,5 +146,5 @@ func (l *laneState) hasWaiters() bool {
 func (l *laneState) keepTurn() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.turn.keep(l.gate.queuedLocked())
+	return l.held.turn.keep(l.gate.queuedLocked())
 }

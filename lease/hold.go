@@ -374,7 +374,7 @@ func (h *Hold) Release() {
 	l := h.l
 	if h.root != nil {
 		l.mu.Lock()
-		l.depth--
+		l.held.unnestLocked()
 		l.mu.Unlock()
 		return
 	}

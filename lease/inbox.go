@@ -91,7 +91,7 @@ func (e *Engine) registered(r registration, withGrant bool) {
 		return
 	}
 	l.mu.Lock()
-	if l.row == nil && !l.claimSlot.incoming && !withGrant {
+	if l.held.row == nil && !l.claimSlot.incoming && !withGrant {
 		// This process does not hold the lane: if it just handed it on,
 		// the registration follows the lane once; otherwise the waiter
 		// is told to look, and registers with the holder it finds.
@@ -122,7 +122,7 @@ func (e *Engine) grantArrived(scope, lane string) {
 		l.mu.Unlock()
 		return
 	}
-	orphan := l.row == nil && !l.closing
+	orphan := l.held.row == nil && !l.closing
 	l.mu.Unlock()
 	if !orphan {
 		return
@@ -154,11 +154,11 @@ func (l *laneState) adoptOrphan() {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.row != nil || l.claimSlot.running || l.closing {
+	if l.held.row != nil || l.claimSlot.running || l.closing {
 		return // a claim in progress finds the row itself
 	}
-	l.row = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
-	l.idleSince = time.Now()
+	l.held.setLocked(&grant{id: r.id, epoch: r.epoch, at: time.Now()})
+	l.held.idleLocked(time.Now())
 	if !l.gate.ownedLocked() {
 		l.startWatcherLocked()
 	}

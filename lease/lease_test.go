@@ -96,8 +96,8 @@ func TestReentrancyAndSingleFlight(t *testing.T) {
 		t.Fatalf("epochs %v, want one", epochs)
 	}
 	l := e.lane("s", "l")
-	if l.depth != 0 {
-		t.Fatalf("depth %d after all releases", l.depth)
+	if l.held.depth != 0 {
+		t.Fatalf("depth %d after all releases", l.held.depth)
 	}
 }
 

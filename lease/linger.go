@@ -79,7 +79,7 @@ func (l *laneState) watch() {
 	for {
 		bell := l.e.bell.wait()
 		l.mu.Lock()
-		grace := l.turn.graceLeft(time.Now())
+		grace := l.held.turn.graceLeft(time.Now())
 		if grace > 0 && l.gate.ownedLocked() {
 			grace = 0 // the writer came back: the gate's next leave wakes us
 		}
@@ -90,12 +90,12 @@ func (l *laneState) watch() {
 			t.Reset(grace)
 		} else if l.tryEnter() {
 			l.mu.Lock()
-			g, idle, closing := l.row, time.Since(l.idleSince), l.closing
+			g, idle, closing := l.held.row, l.held.idleForLocked(time.Now()), l.closing
 			l.mu.Unlock()
 			if g != nil && !closing {
 				if g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background()) {
 					l.mu.Lock()
-					l.turn.missed()
+					l.held.turn.missed()
 					l.mu.Unlock()
 					if !g.lost.Load() {
 						l.handOff(g, "released after linger")
@@ -103,7 +103,7 @@ func (l *laneState) watch() {
 				}
 			}
 			l.mu.Lock()
-			done := l.row == nil || l.closing
+			done := l.held.row == nil || l.closing
 			if done {
 				l.watcher.stoppedLocked()
 			}
@@ -119,7 +119,7 @@ func (l *laneState) watch() {
 			t.Reset(wait)
 		} else {
 			l.mu.Lock()
-			done := l.row == nil || l.closing
+			done := l.held.row == nil || l.closing
 			if done {
 				l.watcher.stoppedLocked()
 			}
@@ -141,7 +141,7 @@ func (l *laneState) watch() {
 func (l *laneState) shutdown() {
 	l.mu.Lock()
 	l.closing = true
-	g := l.row
+	g := l.held.row
 	l.mu.Unlock()
 	l.watcher.wake()
 	if l.e.opts.MemoryOnly {

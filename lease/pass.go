@@ -83,7 +83,7 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 	// registered is tested below for its want byte): with none, the
 	// commit costs one look at the inbox.
 	l.mu.Lock()
-	mine, none := l.row == g, l.inbox.emptyLocked()
+	mine, none := l.held.row == g, l.inbox.emptyLocked()
 	l.mu.Unlock()
 	if !mine || none {
 		return nil, nil
@@ -160,12 +160,7 @@ func (p *Pass) done() {
 	l.e.stats.Handoffs.Add(1)
 	l.e.stats.PassedInCommit.Add(1)
 	l.e.stats.DeadWaiters.Add(int64(len(p.gone)))
-	l.mu.Lock()
-	if l.row == p.g {
-		l.row = nil
-	}
-	l.inbox.passedTo = p.to.ID
-	l.mu.Unlock()
+	l.handedOn(p.g, p.to.ID)
 	rest := slices.DeleteFunc(p.regs, func(r registration) bool { return r.ID == p.to.ID || slices.Contains(p.gone, r.ID) })
 	l.e.bell.ringGrant(p.to.ID, l.scope, l.lane, rest)
 	l.forwardPending(p.to.ID)

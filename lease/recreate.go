@@ -56,11 +56,7 @@ func (l *laneState) endGrant(g *grant) {
 	if g.lost.CompareAndSwap(false, true) {
 		l.e.logf(slog.LevelInfo, "cleolease: lease row removed by this process's own transaction", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
 	}
-	l.mu.Lock()
-	if l.row == g {
-		l.row = nil
-	}
-	l.mu.Unlock()
+	l.dropRow(g)
 	l.forwardPending("") // the lane is free: its waiters look
 }
 
