@@ -86,44 +86,6 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed, begun: begun}, nil
 }
 
-// ctxErr is Acquire's error when its context ended after it waited for
-// waited. The caller may hand on only ctx.Err() (database/sql's callers
-// compare it with ==), so the file, lane and holder also go to the log
-// and the Abandoned counter.
-func (l *laneState) ctxErr(err error, waited time.Duration) error {
-	l.e.stats.Abandoned.Add(1)
-	who := l.waitedOn()
-	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
-		"waited", waited, "holder", who, "err", err)
-	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
-}
-
-// unavailable ends a wait that reached opts.Wait after waited: an
-// ErrUnavailable in mode require and on a replicated file
-// (Options.Replicated: never a degraded grant there, see takeover.go),
-// else a degraded Hold, logged at warning level with the file, the lane,
-// the wait and the holder waited on.
-func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
-	who := l.waitedOn()
-	if opts.Require || l.e.opts.Replicated {
-		if gateHeld {
-			l.leave()
-		}
-		l.e.stats.Unavailable.Add(1)
-		why := fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait)
-		if !opts.Require {
-			why = fmt.Sprintf("a holder that looks alive did not release within %s, and on a replicated file (LiteFS) no write goes ahead without the lease: the holder may be a former primary's process, alive on another node", opts.Wait)
-		}
-		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable, why)
-		err.Holder = who
-		return nil, err
-	}
-	l.e.stats.Degraded.Add(1)
-	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
-		"scope", l.scope, "lane", l.lane, "waited", waited, "wait", opts.Wait, "holder", who)
-	return &Hold{l: l, gateHeld: gateHeld}, nil
-}
-
 // enterHeld is Acquire's fast path, under one lock: when the gate is free
 // with nobody queued for it and this process still holds the row (not
 // known lost), it takes the gate, starts the hold (depth 1) and returns the
@@ -171,51 +133,40 @@ func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts Acquir
 	return g, true, begun, nil
 }
 
-// release ends a first-acquisition Hold.
-func (l *laneState) release(h *Hold) {
-	l.mu.Lock()
-	row := l.held.endLocked()
-	l.mu.Unlock()
-	if !h.gateHeld {
-		return
-	}
-	g := h.g
-	recall := false
-	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
-		others := l.othersWaiting(context.Background())
-		switch {
-		case others && !h.inTurn.Load() && !l.inSlice(g):
-			l.handOff(g, "handed off")
-		case others:
-			// The row stays within its slice for this process's next
-			// writer, queued at the gate or arriving at once (a turn is a
-			// time budget): the watcher, woken by leave, hands the lane
-			// off as soon as it finds the gate free, so an idle holder
-			// keeps nobody waiting. A hold whose commit was judged within
-			// the slice (inTurn) counts as within it here too, although
-			// the slice may have ended during its COMMIT: the next
-			// writer's commit then carries the grant (Fencing.Pass)
-			// instead of a hand-off transaction now.
-			recall = true
-		case l.e.opts.Linger <= 0 && !l.hasWaiters():
-			l.handOff(g, "released")
-		}
-		// Otherwise the row lingers while nobody waits: the watcher's
-		// timer releases it after Linger idle, and a waiter that arrives
-		// meanwhile rings the doorbell (tryEnter).
-	}
-	l.mu.Lock()
-	if recall {
-		l.watcher.askLocked()
-	}
-	l.held.turn.release(time.Now(), recall && h.inTurn.Load())
-	l.leaveLocked()
-	l.mu.Unlock()
+// ctxErr is Acquire's error when its context ended after it waited for
+// waited. The caller may hand on only ctx.Err() (database/sql's callers
+// compare it with ==), so the file, lane and holder also go to the log
+// and the Abandoned counter.
+func (l *laneState) ctxErr(err error, waited time.Duration) error {
+	l.e.stats.Abandoned.Add(1)
+	who := l.waitedOn()
+	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
+		"waited", waited, "holder", who, "err", err)
+	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
 }
 
-// inSlice reports whether this process may keep the lane for more of its
-// own work although another process waits: for at most Slice after it got
-// the row (0: never, strict FIFO).
-func (l *laneState) inSlice(g *grant) bool {
-	return l.e.opts.Slice > 0 && time.Since(g.at) < l.e.opts.Slice
+// unavailable ends a wait that reached opts.Wait after waited: an
+// ErrUnavailable in mode require and on a replicated file
+// (Options.Replicated: never a degraded grant there, see takeover.go),
+// else a degraded Hold, logged at warning level with the file, the lane,
+// the wait and the holder waited on.
+func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
+	who := l.waitedOn()
+	if opts.Require || l.e.opts.Replicated {
+		if gateHeld {
+			l.leave()
+		}
+		l.e.stats.Unavailable.Add(1)
+		why := fmt.Sprintf("mode=require: a live holder did not release within %s", opts.Wait)
+		if !opts.Require {
+			why = fmt.Sprintf("a holder that looks alive did not release within %s, and on a replicated file (LiteFS) no write goes ahead without the lease: the holder may be a former primary's process, alive on another node", opts.Wait)
+		}
+		err := l.e.errf("acquire", l.scope, l.lane, ErrUnavailable, why)
+		err.Holder = who
+		return nil, err
+	}
+	l.e.stats.Degraded.Add(1)
+	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
+		"scope", l.scope, "lane", l.lane, "waited", waited, "wait", opts.Wait, "holder", who)
+	return &Hold{l: l, gateHeld: gateHeld}, nil
 }
