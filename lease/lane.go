@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 )
@@ -110,4 +111,29 @@ func (l *laneState) me() holder {
 		slot = l.e.locks.Slot()
 	}
 	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.start, Slot: slot}
+}
+
+// shutdown is the lane's part of Engine.Close.
+func (l *laneState) shutdown() {
+	l.mu.Lock()
+	l.closing = true
+	g := l.held.row
+	l.mu.Unlock()
+	l.watcher.wake()
+	if l.e.opts.MemoryOnly {
+		return
+	}
+	if g != nil && !g.lost.Load() {
+		l.handOff(g, "released at close")
+	}
+	l.mu.Lock()
+	claiming := l.claimSlot.running
+	l.mu.Unlock()
+	if claiming {
+		// A claim still waits (its caller's Acquire): its own exit leaves
+		// the queue and releases its want byte; touching them here would
+		// race with it.
+		return
+	}
+	l.leaveQueue(context.Background())
 }

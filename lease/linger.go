@@ -103,10 +103,7 @@ func (l *laneState) watch() {
 				}
 			}
 			l.mu.Lock()
-			done := l.held.row == nil || l.closing
-			if done {
-				l.watcher.stoppedLocked()
-			}
+			done := l.watchOverLocked()
 			l.gate.passLocked() // to the next writer (not leaveLocked: this was the idle lane's look)
 			l.mu.Unlock()
 			if done {
@@ -119,10 +116,7 @@ func (l *laneState) watch() {
 			t.Reset(wait)
 		} else {
 			l.mu.Lock()
-			done := l.held.row == nil || l.closing
-			if done {
-				l.watcher.stoppedLocked()
-			}
+			done := l.watchOverLocked()
 			l.mu.Unlock()
 			if done {
 				return
@@ -137,27 +131,12 @@ func (l *laneState) watch() {
 	}
 }
 
-// shutdown is the lane's part of Engine.Close.
-func (l *laneState) shutdown() {
-	l.mu.Lock()
-	l.closing = true
-	g := l.held.row
-	l.mu.Unlock()
-	l.watcher.wake()
-	if l.e.opts.MemoryOnly {
-		return
+// watchOverLocked reports whether the watcher's work is over (no row held,
+// or the lane closing), recording it stopped if so.
+func (l *laneState) watchOverLocked() bool {
+	if l.held.row != nil && !l.closing {
+		return false
 	}
-	if g != nil && !g.lost.Load() {
-		l.handOff(g, "released at close")
-	}
-	l.mu.Lock()
-	claiming := l.claimSlot.running
-	l.mu.Unlock()
-	if claiming {
-		// A claim still waits (its caller's Acquire): its own exit leaves
-		// the queue and releases its want byte; touching them here would
-		// race with it.
-		return
-	}
-	l.leaveQueue(context.Background())
+	l.watcher.stoppedLocked()
+	return true
 }
