@@ -72,11 +72,7 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	var r *row
-	err := l.e.retryBusy(rctx, func() (err error) {
-		r, err = readActive(rctx, l.e.db, l.scope, l.lane)
-		return err
-	})
+	r, err := l.readActive(rctx)
 	if err != nil || r == nil || r.h.ID != l.e.holderID {
 		return nil, nil // no grant seen; a late one is adopted on arrival
 	}

@@ -144,11 +144,7 @@ func (l *laneState) adoptOrphan() {
 	defer l.e.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var r *row
-	err := l.e.retryBusy(ctx, func() (err error) {
-		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
-		return err
-	})
+	r, err := l.readActive(ctx)
 	if err != nil || r == nil || r.h.ID != l.e.holderID {
 		return
 	}

@@ -179,11 +179,7 @@ func (p *Pass) Failed() {
 	l, g := p.l, p.g
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var r *row
-	err := l.e.retryBusy(ctx, func() (err error) {
-		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
-		return err
-	})
+	r, err := l.readActive(ctx)
 	switch {
 	case err != nil || (r != nil && r.id == g.id && r.h.ID == l.e.holderID && r.epoch == g.epoch):
 		g.given.Store(false)

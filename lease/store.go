@@ -62,6 +62,16 @@ func readActive(ctx context.Context, q querier, scope, lane string) (*row, error
 	return nil, fmt.Errorf("%w: two active rows for %s/%s (is ux_writer_leases_active intact?)", ErrUntrusted, scope, lane)
 }
 
+// readActive reads the lane's active row (readActive) on the engine's
+// connection, trying again after SQLITE_BUSY until ctx ends.
+func (l *laneState) readActive(ctx context.Context) (r *row, err error) {
+	err = l.e.retryBusy(ctx, func() (err error) {
+		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+		return err
+	})
+	return r, err
+}
+
 func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, error) {
 	rows, err := q.QueryContext(ctx, `SELECT ticket, holder_id, priority, enqueued_at, holder_pid IS NULL,
 		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0), coalesce(arrival, 0)
