@@ -18,10 +18,10 @@ func TestGatePassesInArrivalOrder(t *testing.T) {
 	if g.freeLocked() || !g.queuedLocked() {
 		t.Fatal("an owned gate with waiters reads free or unqueued")
 	}
-	if !g.passLocked() || !granted(w1) || granted(w2) {
+	if !g.passLocked() || !gatePassed(w1) || gatePassed(w2) {
 		t.Fatal("the first pass did not go to the first waiter alone")
 	}
-	if !g.passLocked() || !granted(w2) {
+	if !g.passLocked() || !gatePassed(w2) {
 		t.Fatal("the second pass did not go to the second waiter")
 	}
 	if g.passLocked() || !g.freeLocked() {
@@ -45,7 +45,7 @@ func TestGateWaiterThatQuits(t *testing.T) {
 	}
 }
 
-func granted(w *gateWaiter) bool {
+func gatePassed(w *gateWaiter) bool {
 	select {
 	case <-w.ch:
 		return w.granted
@@ -60,7 +60,7 @@ func TestInboxKeepsTheNewestRegistration(t *testing.T) {
 	b.addLocked(registration{ID: "a", Arrival: 1})
 	b.addLocked(registration{ID: "b", Arrival: 3}) // a forwarded, older one
 	regs := b.takeLocked()
-	if got := ids(regs); !slices.Equal(got, []string{"a", "b"}) || regs[1].Arrival != 5 {
+	if got := regIDs(regs); !slices.Equal(got, []string{"a", "b"}) || regs[1].Arrival != 5 {
 		t.Fatalf("took %v (b's arrival %d), want a then b at arrival 5", got, regs[1].Arrival)
 	}
 	if !b.emptyLocked() {
@@ -69,12 +69,12 @@ func TestInboxKeepsTheNewestRegistration(t *testing.T) {
 	b.addLocked(registration{ID: "b", Arrival: 9}) // arrived while they were out
 	b.restoreLocked(regs)
 	regs = b.takeLocked()
-	if got := ids(regs); !slices.Equal(got, []string{"a", "b"}) || regs[1].Arrival != 9 {
+	if got := regIDs(regs); !slices.Equal(got, []string{"a", "b"}) || regs[1].Arrival != 9 {
 		t.Fatalf("after restore took %v (b's arrival %d), want a then b at arrival 9", got, regs[1].Arrival)
 	}
 }
 
-func ids(regs []registration) []string {
+func regIDs(regs []registration) []string {
 	out := make([]string, len(regs))
 	for i, r := range regs {
 		out[i] = r.ID
