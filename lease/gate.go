@@ -140,11 +140,3 @@ func (l *laneState) hasWaiters() bool {
 	defer l.mu.Unlock()
 	return l.gate.queuedLocked()
 }
-
-// keepTurn reports whether the turn goes on for more of this process's
-// work (turn.keep): queued at the gate, or a writer expected back.
-func (l *laneState) keepTurn() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held.turn.keep(l.gate.queuedLocked())
-}
