@@ -105,6 +105,38 @@ func (l *laneState) enterHeld() *grant {
 	return g
 }
 
+// enter waits for the lane's gate (gate.go) in arrival order, behind this
+// process's earlier writers of the lane.
+func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
+	}
+	if l.gate.freeLocked() {
+		l.gate.takeLocked()
+		l.mu.Unlock()
+		return nil
+	}
+	w := l.gate.joinLocked()
+	l.mu.Unlock()
+	var err error
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-bound.C():
+		err = errWaitBound
+	}
+	l.mu.Lock()
+	if l.gate.quitLocked(w) { // granted as we gave up: pass it on
+		l.leaveLocked()
+	}
+	l.mu.Unlock()
+	return err
+}
+
 // ensureRow makes this process the holder of the lane's row; the caller
 // owns the gate. begun reports a grant confirmed inside the transaction
 // the claim opened on opts.Confirm (left open for the caller).

@@ -210,8 +210,8 @@ package lease
 // wire.go (datagrams), want.go (the want region).
 //
 // A lane (laneState, lane.go) and its parts, one type and job each:
-//   - gate.go: gate, the in-process FIFO gate, and the lane's enter,
-//     tryEnter and leave built on it;
+//   - gate.go: gate, the in-process FIFO gate, and the lane's tryEnter
+//     and leave built on it;
 //   - heldrow.go: grant and heldRow, the row this process holds, its
 //     Hold's depth and idle time; turn.go: turn, when a commit inside the
 //     slice keeps the lane;

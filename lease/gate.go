@@ -2,7 +2,6 @@ package lease
 
 import (
 	"container/list"
-	"context"
 	"time"
 )
 
@@ -64,37 +63,6 @@ func (g *gate) passLocked() bool {
 	w.granted = true
 	close(w.ch)
 	return true
-}
-
-// enter waits for the lane's gate in arrival order.
-func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
-	l.mu.Lock()
-	if l.closing {
-		l.mu.Unlock()
-		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
-	}
-	if l.gate.freeLocked() {
-		l.gate.takeLocked()
-		l.mu.Unlock()
-		return nil
-	}
-	w := l.gate.joinLocked()
-	l.mu.Unlock()
-	var err error
-	select {
-	case <-w.ch:
-		return nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-bound.C():
-		err = errWaitBound
-	}
-	l.mu.Lock()
-	if l.gate.quitLocked(w) { // granted as we gave up: pass it on
-		l.leaveLocked()
-	}
-	l.mu.Unlock()
-	return err
 }
 
 // tryEnter takes the gate only if it is free and nobody queues for it.
