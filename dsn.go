@@ -69,9 +69,10 @@ type Config struct {
 	TTL      time.Duration // _lease_ttl: heartbeat period is TTL/3
 	Wait     time.Duration // _lease_wait: longest wait before degrade (local) or error (require)
 	Priority int           // _lease_priority: lower is served first
-	// Slice (_lease_slice) is how long a holder may keep a lane while more of
-	// its own process's work is queued although another process waits; 0 is
-	// strict FIFO.
+	// Slice (_lease_slice) is how long a holder may keep a lane for more of
+	// its own process's work — queued, or a writer that comes straight back
+	// — although another process waits; a turn keeps at least two of its
+	// transactions, however long they take. 0 is strict FIFO.
 	Slice time.Duration
 	// Linger (_lease_linger) is how long an idle holder keeps the lease row
 	// while nobody waits, so the next transaction pays no claim.
@@ -296,7 +297,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_slice", field: "Slice", kind: "Go duration", def: DefaultSlice.String(),
-		doc: "how long a holder may keep the lane for more of its own queued work while another process waits; `0` is strict FIFO",
+		doc: "how long a holder may keep the lane for more of its own work (queued, or a writer that comes straight back; at least two of its transactions) while another process waits; `0` is strict FIFO",
 		set: func(c *Config, v string) string { return setNonNegative(&c.Slice, v) },
 		get: func(c *Config) string { return c.Slice.String() },
 	},

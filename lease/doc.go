@@ -190,11 +190,14 @@
 //   - linger: how long an idle holder keeps the row while nobody waits, so
 //     the next write pays no claim (linger.go).
 //   - slice: how long a holder may keep the lane for more of its own
-//     work while another process waits (release.go, pass.go).
+//     work while another process waits — work queued at the gate, or a
+//     writer that comes straight back — and at least two commits however
+//     long they take (turn.go).
 //   - turn: this process's time with a lane while another process waits:
-//     whether a commit inside the slice keeps the lane (work queued at the
-//     gate, or a writer expected back within returnGrace) and how long the
-//     lane waits for that writer (turn.go).
+//     whether a commit keeps the lane (work queued at the gate, or a
+//     writer expected back within returnGrace; inside the slice, or for
+//     minTurnCommits commits) and how long the lane waits for that writer
+//     (turn.go).
 //   - cold-open lease: the lease under which a process runs the migrations
 //     the first time it opens a file, so that exactly one process migrates.
 package lease

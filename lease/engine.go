@@ -42,8 +42,10 @@ type Options struct {
 	Driver *sqlite3.SQLiteDriver
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration
-	// Slice is how long a holder keeps a lane for more of its own queued
-	// work while another process waits. 0 means strict FIFO.
+	// Slice is how long a holder keeps a lane for more of its own work
+	// (queued at the gate, or a writer that comes straight back: turn.go)
+	// while another process waits; a turn keeps at least minTurnCommits
+	// commits however long they take. 0 means strict FIFO.
 	Slice time.Duration
 	// Linger is how long an idle holder keeps the row while nobody waits.
 	// 0 releases at once.

@@ -63,6 +63,7 @@ func (l *laneState) setRow(g *grant) {
 	l.claimSlot.settledLocked()
 	if g != nil {
 		l.inbox.passedTo = ""
+		l.held.turn.started()
 	}
 	l.mu.Unlock()
 }

@@ -70,7 +70,7 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 	if l.e.opts.MemoryOnly || g.lost.Load() {
 		return nil, nil
 	}
-	if l.inSlice(g) && l.keepTurn() {
+	if l.keepTurn(g) {
 		// The turn goes on for the work queued at the gate, or for a
 		// writer that comes straight back (turn.go): the release that
 		// follows this COMMIT must not find the slice over a moment

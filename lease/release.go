@@ -57,11 +57,3 @@ func (l *laneState) release(h *Hold) {
 func (l *laneState) inSlice(g *grant) bool {
 	return l.e.opts.Slice > 0 && time.Since(g.at) < l.e.opts.Slice
 }
-
-// keepTurn reports whether the turn goes on for more of this process's
-// work (turn.keep): queued at the gate, or a writer expected back.
-func (l *laneState) keepTurn() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held.turn.keep(l.gate.queuedLocked())
-}

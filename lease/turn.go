@@ -2,6 +2,15 @@ package lease
 
 import "time"
 
+// minTurnCommits is the fewest commits a turn keeps the lane for while
+// more of the process's work follows, even past the slice (a slice of 0
+// still means strict FIFO). Where a commit takes longer than the slice —
+// on a LiteFS mount a commit is replicated in SQLite's unlock, ~3 ms —
+// each turn would otherwise carry one commit and pay one hand-off; two
+// halve that, and the turn stays proportional to the work, so fairness
+// holds.
+const minTurnCommits = 2
+
 // returnGrace is how long a holder whose turn goes on (within its slice)
 // keeps the lane, once its hold ended, for this process's writer to come
 // back before the linger watcher hands the lane off. A writer that runs
@@ -23,6 +32,7 @@ type turn struct {
 	lastRelease time.Time     // when this process's last hold of the lane ended
 	returns     bool          // the last arrival came within returnGrace of a release, or while the gate was owned
 	keptAt      time.Time     // when a hold ended with the turn kept for a returning writer (zero: not kept)
+	commits     int           // commits that kept the lane since this process got the row
 }
 
 // arrive records a first acquisition arriving at now; busy says that the
@@ -63,4 +73,24 @@ func (t *turn) missed() {
 		t.returns = false
 		t.keptAt = time.Time{}
 	}
+}
+
+// started begins the turn of a grant this process just got.
+func (t *turn) started() { t.commits = 0 }
+
+// keepTurn reports whether the commit being made under g keeps the lane
+// for more of this process's work (turn.keep), counting it as a commit of
+// the turn when it does: while g is inside its slice, or the turn has
+// kept fewer than minTurnCommits commits; never with a slice of 0.
+func (l *laneState) keepTurn(g *grant) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.e.opts.Slice <= 0 || !l.held.turn.keep(l.gate.queuedLocked()) {
+		return false
+	}
+	if !l.inSlice(g) && l.held.turn.commits+1 >= minTurnCommits {
+		return false
+	}
+	l.held.turn.commits++
+	return true
 }

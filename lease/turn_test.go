@@ -122,3 +122,35 @@ func TestTurnHandsOffWhenTheWriterDoesNotReturn(t *testing.T) {
 		t.Fatal("the lane still expects the writer that did not come back")
 	}
 }
+
+// TestTurnKeepsTwoCommitsPastTheSlice: a commit that takes longer than
+// the slice (a replicated commit on LiteFS) does not end the turn by
+// itself: a writer that comes straight back gets minTurnCommits commits
+// before the grant is written, inside the second commit.
+func TestTurnKeepsTwoCommitsPastTheSlice(t *testing.T) {
+	needDoorbell(t)
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger, o.Slice = 0, time.Nanosecond })
+	h1, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	epoch := h1.Epoch()
+	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
+	waitRegistered(t, e, 1)
+	expectBack(e, time.Hour)
+	keptTx(t, db, h1, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")")
+	h1.Release()
+	h2, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h2.Epoch() != epoch {
+		t.Fatalf("the returning writer got epoch %d, want %d (the row kept for it)", h2.Epoch(), epoch)
+	}
+	passTx(t, db, h2, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")",
+		commitPassed(t))
+	h2.Release()
+	expectGranted(t, w, epoch+1, 0)
+}
