@@ -57,12 +57,14 @@
 // more of this process's work while another process waits: writers
 // queued at the gate, or a writer expected straight back — one whose last
 // arrival came within returnGrace of a release, as a loop of transactions
-// does. A commit that keeps the turn writes no grant; once its hold ends,
-// the linger watcher waits returnGrace for that writer and then hands the
-// lane off on the engine's connection, and a writer that did not come
-// back makes the next turn hand over inside its commit again. A commit
-// made after the slice, or with no such work, carries the grant itself
-// when it can (see above).
+// does. A turn keeps at least minTurnCommits commits while such work
+// follows, even past the slice (where one commit outlasts the slice, a
+// LiteFS mount's, say); a slice of 0 is strict FIFO. A commit that keeps
+// the turn writes no grant; once its hold ends, the linger watcher waits
+// returnGrace for that writer and then hands the lane off on the engine's
+// connection, and a writer that did not come back makes the next turn
+// hand over inside its commit again. A commit that ends the turn carries
+// the grant itself when it can (see above).
 //
 // The grant datagram is a hint, never trusted for exclusion. A waiter
 // whose caller will write at once (AcquireOptions.Confirm) opens the
