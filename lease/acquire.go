@@ -45,7 +45,7 @@ type AcquireOptions struct {
 func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOptions) (*Hold, error) {
 	if root := holdFrom(ctx, e, scope, lane); root != nil {
 		root.l.mu.Lock()
-		root.l.depth++
+		root.l.held.nestLocked()
 		root.l.mu.Unlock()
 		return &Hold{l: root.l, g: root.g, root: root}, nil
 	}
@@ -79,11 +79,90 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		return nil, err
 	}
 	l.mu.Lock()
-	l.depth = 1
+	l.held.beginLocked()
 	l.mu.Unlock()
 	e.stats.Grants.Add(1)
 	e.stats.observeWait(bound.waited())
 	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed, begun: begun}, nil
+}
+
+// enterHeld is Acquire's fast path, under one lock: when the gate is free
+// with nobody queued for it and this process still holds the row (not
+// known lost), it takes the gate, starts the hold (depth 1) and returns the
+// row; otherwise nil, and Acquire takes the way through enter and
+// ensureRow.
+func (l *laneState) enterHeld() *grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	free := l.gate.freeLocked()
+	l.held.turn.arrive(time.Now(), !free)
+	g := l.held.row
+	if l.closing || !free || g == nil || g.lost.Load() {
+		return nil
+	}
+	l.gate.takeLocked()
+	l.held.beginLocked()
+	return g
+}
+
+// enter waits for the lane's gate (gate.go) in arrival order, behind this
+// process's earlier writers of the lane.
+func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
+	}
+	if l.gate.freeLocked() {
+		l.gate.takeLocked()
+		l.mu.Unlock()
+		return nil
+	}
+	w := l.gate.joinLocked()
+	l.mu.Unlock()
+	var err error
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-bound.C():
+		err = errWaitBound
+	}
+	l.mu.Lock()
+	if l.gate.quitLocked(w) { // granted as we gave up: pass it on
+		l.leaveLocked()
+	}
+	l.mu.Unlock()
+	return err
+}
+
+// ensureRow makes this process the holder of the lane's row; the caller
+// owns the gate. begun reports a grant confirmed inside the transaction
+// the claim opened on opts.Confirm (left open for the caller).
+func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts AcquireOptions) (g *grant, claimed, begun bool, err error) {
+	if g := l.currentRow(); g != nil {
+		if !g.lost.Load() {
+			l.e.stats.FastGrants.Add(1)
+			return g, false, false, nil
+		}
+		l.setRow(nil)
+	}
+	if l.e.opts.MemoryOnly {
+		g := &grant{epoch: l.epochs.next(), at: time.Now()}
+		l.setRow(g)
+		return g, false, false, nil
+	}
+	if err := l.e.CheckFile(); err != nil {
+		return nil, false, false, err
+	}
+	g, begun, err = l.claim(ctx, bound.C(), opts)
+	if err != nil {
+		return nil, false, false, err
+	}
+	l.setRow(g)
+	l.e.logf(slog.LevelDebug, "cleolease: lease acquired", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
+	return g, true, begun, nil
 }
 
 // ctxErr is Acquire's error when its context ended after it waited for
@@ -92,9 +171,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 // and the Abandoned counter.
 func (l *laneState) ctxErr(err error, waited time.Duration) error {
 	l.e.stats.Abandoned.Add(1)
-	l.mu.Lock()
-	who := l.lastWaitInfo
-	l.mu.Unlock()
+	who := l.waitedOn()
 	l.e.logf(slog.LevelDebug, "cleolease: wait ended by its context", "scope", l.scope, "lane", l.lane,
 		"waited", waited, "holder", who, "err", err)
 	return l.e.errf("acquire", l.scope, l.lane, err, "context ended while waiting")
@@ -106,9 +183,7 @@ func (l *laneState) ctxErr(err error, waited time.Duration) error {
 // else a degraded Hold, logged at warning level with the file, the lane,
 // the wait and the holder waited on.
 func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHeld bool, waited time.Duration) (*Hold, error) {
-	l.mu.Lock()
-	who := l.lastWaitInfo
-	l.mu.Unlock()
+	who := l.waitedOn()
 	if opts.Require || l.e.opts.Replicated {
 		if gateHeld {
 			l.leave()
@@ -126,99 +201,4 @@ func (l *laneState) unavailable(ctx context.Context, opts AcquireOptions, gateHe
 	l.e.logf(slog.LevelWarn, "cleolease: degraded grant: proceeding without the writer lease",
 		"scope", l.scope, "lane", l.lane, "waited", waited, "wait", opts.Wait, "holder", who)
 	return &Hold{l: l, gateHeld: gateHeld}, nil
-}
-
-// enterHeld is Acquire's fast path, under one lock: when the gate is free
-// with nobody queued for it and this process still holds the row (not
-// known lost), it takes the gate, starts the hold (depth 1) and returns the
-// row; otherwise nil, and Acquire takes the way through enter and
-// ensureRow.
-func (l *laneState) enterHeld() *grant {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.turn.arrive(time.Now(), l.busy || l.waiters.Len() > 0)
-	g := l.row
-	if l.closing || l.busy || l.waiters.Len() > 0 || g == nil || g.lost.Load() {
-		return nil
-	}
-	l.busy = true
-	l.depth = 1
-	return g
-}
-
-// ensureRow makes this process the holder of the lane's row; the caller
-// owns the gate. begun reports a grant confirmed inside the transaction
-// the claim opened on opts.Confirm (left open for the caller).
-func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts AcquireOptions) (g *grant, claimed, begun bool, err error) {
-	if g := l.currentRow(); g != nil {
-		if !g.lost.Load() {
-			l.e.stats.FastGrants.Add(1)
-			return g, false, false, nil
-		}
-		l.setRow(nil)
-	}
-	if l.e.opts.MemoryOnly {
-		l.memEpoch++
-		g := &grant{epoch: l.memEpoch, at: time.Now()}
-		l.setRow(g)
-		return g, false, false, nil
-	}
-	if err := l.e.CheckFile(); err != nil {
-		return nil, false, false, err
-	}
-	g, begun, err = l.claim(ctx, bound.C(), opts)
-	if err != nil {
-		return nil, false, false, err
-	}
-	l.setRow(g)
-	l.e.logf(slog.LevelDebug, "cleolease: lease acquired", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
-	return g, true, begun, nil
-}
-
-// release ends a first-acquisition Hold.
-func (l *laneState) release(h *Hold) {
-	l.mu.Lock()
-	l.depth = 0
-	row := l.row
-	l.mu.Unlock()
-	if !h.gateHeld {
-		return
-	}
-	g := h.g
-	recall := false
-	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
-		others := l.othersWaiting(context.Background())
-		switch {
-		case others && !h.inTurn.Load() && !l.inSlice(g):
-			l.handOff(g, "handed off")
-		case others:
-			// The row stays within its slice for this process's next
-			// writer, queued at the gate or arriving at once (a turn is a
-			// time budget): the watcher, woken by leave, hands the lane
-			// off as soon as it finds the gate free, so an idle holder
-			// keeps nobody waiting. A hold whose commit was judged within
-			// the slice (inTurn) counts as within it here too, although
-			// the slice may have ended during its COMMIT: the next
-			// writer's commit then carries the grant (Fencing.Pass)
-			// instead of a hand-off transaction now.
-			recall = true
-		case l.e.opts.Linger <= 0 && !l.hasWaiters():
-			l.handOff(g, "released")
-		}
-		// Otherwise the row lingers while nobody waits: the watcher's
-		// timer releases it after Linger idle, and a waiter that arrives
-		// meanwhile rings the doorbell (tryEnter).
-	}
-	l.mu.Lock()
-	l.recall = l.recall || recall
-	l.turn.release(time.Now(), recall && h.inTurn.Load())
-	l.leaveLocked()
-	l.mu.Unlock()
-}
-
-// inSlice reports whether this process may keep the lane for more of its
-// own work although another process waits: for at most Slice after it got
-// the row (0: never, strict FIFO).
-func (l *laneState) inSlice(g *grant) bool {
-	return l.e.opts.Slice > 0 && time.Since(g.at) < l.e.opts.Slice
 }

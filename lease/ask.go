@@ -142,7 +142,7 @@ func (e *Engine) answerQuery(reply, scope, lane string) {
 	var regs []registration
 	if l := e.knownLane(scope, lane); l != nil {
 		l.mu.Lock()
-		for _, r := range l.pending {
+		for _, r := range l.inbox.pending {
 			if encodable(r) {
 				regs = append(regs, r)
 			}

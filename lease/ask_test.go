@@ -21,10 +21,10 @@ func TestAskHoldersAnswersInParts(t *testing.T) {
 	l := e.lane("s", "l")
 	const n = 60
 	l.mu.Lock()
-	l.pending = map[string]registration{}
+	l.inbox.pending = map[string]registration{}
 	for i := range n {
 		id := fmt.Sprintf("cl-waiter-%02d-%s", i, strings.Repeat("x", 40))
-		l.pending[id] = registration{Scope: "s", Lane: "l", ID: id, Start: "boot/ns/1/2", PID: int64(1000 + i),
+		l.inbox.pending[id] = registration{Scope: "s", Lane: "l", ID: id, Start: "boot/ns/1/2", PID: int64(1000 + i),
 			Slot: slotFor(id), Priority: 100, Arrival: int64(i + 1), TTL: 30000, Enqueued: 1}
 	}
 	l.mu.Unlock()

@@ -54,7 +54,7 @@ func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error
 	if err != nil || epoch <= 0 || epoch >= 1<<62 {
 		cf.Rollback()
 		l.mu.Lock()
-		l.incoming = false // (a real grant arriving now rings again)
+		l.claimSlot.settledLocked() // (a real grant arriving now rings again)
 		l.mu.Unlock()
 		if err != nil && err != io.EOF {
 			l.e.logf(slog.LevelDebug, "cleolease: grant not confirmed", "scope", l.scope, "lane", l.lane, "err", err)
@@ -64,12 +64,4 @@ func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error
 	}
 	l.e.stats.Confirmed.Add(1)
 	return &grant{id: id, epoch: epoch, at: time.Now()}, nil
-}
-
-// grantIncoming reports whether a grant datagram for this lane reached
-// the claim in progress (see grantArrived).
-func (l *laneState) grantIncoming() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.incoming
 }

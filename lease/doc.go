@@ -10,15 +10,17 @@
 // each in its own short BEGIN IMMEDIATE with busy_timeout 0, the waiting
 // done in Go so that contexts are honoured. On the caller's connection it
 // only ever runs statements inside the caller's write transaction, at
-// three points the caller chooses, and never commits or rolls that
-// transaction back itself: the fencing reads right after BEGIN IMMEDIATE
+// three points the caller chooses, and never commits that transaction
+// itself: the fencing reads right after BEGIN IMMEDIATE
 // and just before COMMIT (Hold.FenceBegin, Fencing.Check); the grant of
 // the next holder, written just before COMMIT when the turn ends
 // (Fencing.Pass: one guarded UPDATE of the lane's row, which commits or
 // rolls back with the caller's data); and the read that confirms a grant
-// right after a BEGIN IMMEDIATE it asked the caller to open
-// (AcquireOptions.Confirm). A caller whose connection may carry user
-// callbacks (an update hook would see the lease row) does not call Pass.
+// right after the BEGIN IMMEDIATE it opens through the caller's
+// AcquireOptions.Confirm — the one transaction it also rolls back, when
+// the row does not confirm the grant. A caller whose connection may carry
+// user callbacks (an update hook would see the lease row) does not call
+// Pass.
 //
 // # The protocol
 //
@@ -49,6 +51,20 @@
 // hand-off is its own BEGIN IMMEDIATE on the engine's connection
 // (handoff.go). A waiter that learns nothing looks again after a bounded
 // poll, so a lost datagram costs time, never safety.
+//
+// When the turn ends is the turn's business (turn.go). Within its slice
+// (Options.Slice, counted from the grant) a holder keeps the lane for
+// more of this process's work while another process waits: writers
+// queued at the gate, or a writer expected straight back — one whose last
+// arrival came within returnGrace of a release, as a loop of transactions
+// does. A turn keeps at least minTurnCommits commits while such work
+// follows, even past the slice (where one commit outlasts the slice, a
+// LiteFS mount's, say); a slice of 0 is strict FIFO. A commit that keeps
+// the turn writes no grant; once its hold ends, the linger watcher waits
+// returnGrace for that writer and then hands the lane off on the engine's
+// connection, and a writer that did not come back makes the next turn
+// hand over inside its commit again. A commit that ends the turn carries
+// the grant itself when it can (see above).
 //
 // The grant datagram is a hint, never trusted for exclusion. A waiter
 // whose caller will write at once (AcquireOptions.Confirm) opens the
@@ -108,7 +124,7 @@
 // stepped back (by more than the time since the last grant; within one
 // process the high-water mark covers even that); across hosts, when their
 // clocks differ by less than the time between the last grant of one and
-// the first of the other. See epochFloor in recreate.go.
+// the first of the other. See epochMemory.floor in epochs.go.
 //
 // A copy of the file that missed the last grants (a LiteFS replica
 // promoted before they arrived; a file that lost its last commits at a
@@ -122,6 +138,19 @@
 // replicated file never makes a degraded grant either: a holder that
 // looks alive may be a former primary's process on another node of this
 // host (see takeover.go).
+//
+// # How a lane is built
+//
+// Each lane of an Engine is made of parts that each own their state and do
+// one job: the in-process gate; the row this process holds, with its
+// Hold's depth, its idle time and its turn; the linger watcher, which
+// hands an idle row on or releases it; the claim, which waits for the
+// lane across processes (its own state, and what the rest of the lane
+// knows of it); the inbox of other processes' registrations; and the
+// memory of the lane's epochs. The lane itself keeps only the steps that
+// span them: Acquire's path, the release and the hand-offs. The parts
+// that one invariant spans (Acquire's fast path takes the gate only while
+// the row is held, under one lock) share the lane's mutex.
 //
 // The operating-system mechanisms — liveness locks, the datagram doorbell,
 // file and process watches, process and file identity — live in
@@ -139,7 +168,7 @@
 //   - gate: the in-process FIFO that the writers of one lane pass, one at a
 //     time, before the lane is theirs (gate.go).
 //   - grant: this process's ownership of a lane's active row, with its
-//     epoch (lane.go); it outlives the holds made under it while the row
+//     epoch (heldrow.go); it outlives the holds made under it while the row
 //     lingers.
 //   - hold: one caller's use of a grant, from Acquire to Release (hold.go);
 //     holds re-enter a grant already held through the context (WithHold).
@@ -166,21 +195,49 @@
 //     work while another process waits — work queued at the gate, or a
 //     writer that comes straight back — and at least two commits however
 //     long they take (turn.go).
+//   - turn: this process's time with a lane while another process waits:
+//     whether a commit keeps the lane (work queued at the gate, or a
+//     writer expected back within returnGrace; inside the slice, or for
+//     minTurnCommits commits) and how long the lane waits for that writer
+//     (turn.go).
 //   - cold-open lease: the lease under which a process runs the migrations
 //     the first time it opens a file, so that exactly one process migrates.
 package lease
 
-// Where things are, for maintainers (go doc does not show this comment):
-// engine.go (an engine per file), gate.go, acquire.go (Acquire, release,
-// slice), claim.go (waiting for a lane), confirm.go (a grant confirmed in
-// the caller's transaction), handoff.go, pass.go (the hand-off inside the
-// last data commit), inbox.go
-// (registrations), want.go, linger.go, order.go (grant order, pure),
-// store.go (every statement on the lease tables), schema.go, recreate.go
-// (the tables dropped or emptied: recreation, the epoch floor, what became
-// of a lost row), liveness.go,
-// doorbell.go and wire.go, heartbeat.go, hold.go (Hold and the fence),
-// status.go and inspect.go (reading the tables without the engine);
-// sim_test.go and sim_os_test.go, the deterministic simulation (several
+// Where things are, for maintainers (go doc does not show this comment).
+//
+// The engine: engine.go (an engine per file, its OS seams), hold.go (Hold
+// and the fence), heartbeat.go, status.go and inspect.go (reading the
+// tables without the engine), store.go (every statement on the lease
+// tables), schema.go, recreate.go (the tables dropped or emptied:
+// recreation, what became of a lost row), takeover.go (the epoch floor of
+// a takeover), order.go (grant order, pure), liveness.go, doorbell.go and
+// wire.go (datagrams), want.go (the want region).
+//
+// A lane (laneState, lane.go) and its parts, one type and job each:
+//   - gate.go: gate, the in-process FIFO gate, and the lane's tryEnter
+//     and leave built on it;
+//   - heldrow.go: grant and heldRow, the row this process holds, its
+//     Hold's depth and idle time; turn.go: turn, when a commit inside the
+//     slice keeps the lane;
+//   - linger.go: lingerWatcher and its goroutine (watch), which hands an
+//     idle row on or releases it;
+//   - claim.go: claimRun, one claim across processes (run, ringHolder,
+//     attempt); await.go, how it waits; confirm.go, a grant confirmed
+//     inside the caller's BEGIN IMMEDIATE; abandon.go, how it ends without
+//     a grant; reclaim.go, whether a holder's lane may be taken over;
+//     claimslot.go: claimSlot, what the rest of the lane knows of the
+//     claim in progress;
+//   - inbox.go: inbox, other processes' registrations, and the datagram
+//     handlers that fill it (registered, grantArrived, lookArrived);
+//   - epochs.go: epochMemory, the lane's epochs seen, and the clock floor.
+//
+// The lane's own steps: acquire.go (Acquire's path, top-down: re-entry,
+// enterHeld, enter, ensureRow, claim), release.go (the end of a Hold: hand
+// off, keep the turn, or linger), handoff.go (the hand-off on the
+// engine's connection), pass.go (the hand-off inside the last data
+// commit, Fencing.Pass).
+//
+// sim_test.go and sim_os_test.go: the deterministic simulation (several
 // engines on simulated OS seams, osSeams in engine.go, under a seeded
 // scheduler).

@@ -1,47 +1,68 @@
 package lease
 
 import (
-	"context"
+	"container/list"
 	"time"
 )
 
-type gateWaiter struct {
-	ch      chan struct{}
-	granted bool
+// gate is a lane's in-process FIFO gate: it lets this process's writers of
+// the lane through one at a time, in arrival order. Its fields are guarded
+// by the lane's mu (Acquire's fast path, enterHeld, tests the gate and the
+// held row under that one lock), so its methods are called with it held.
+type gate struct {
+	busy    bool      // the gate is owned
+	waiters list.List // of *gateWaiter, in arrival order
 }
 
-// enter waits for the in-process gate in arrival order.
-func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
-	l.mu.Lock()
-	if l.closing {
-		l.mu.Unlock()
-		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
-	}
-	if !l.busy && l.waiters.Len() == 0 {
-		l.busy = true
-		l.mu.Unlock()
-		return nil
-	}
+// gateWaiter is one writer queued at the gate.
+type gateWaiter struct {
+	ch      chan struct{} // closed when the gate is passed to it
+	granted bool          // the gate was passed to it
+	el      *list.Element // its place in the queue
+}
+
+// freeLocked reports whether the gate is neither owned nor queued for.
+func (g *gate) freeLocked() bool { return !g.busy && g.waiters.Len() == 0 }
+
+// queuedLocked reports whether a writer waits for the gate.
+func (g *gate) queuedLocked() bool { return g.waiters.Len() > 0 }
+
+// ownedLocked reports whether the gate is owned.
+func (g *gate) ownedLocked() bool { return g.busy }
+
+// takeLocked makes the caller the gate's owner; the gate is free.
+func (g *gate) takeLocked() { g.busy = true }
+
+// joinLocked queues a writer behind the gate's owner and earlier waiters.
+func (g *gate) joinLocked() *gateWaiter {
 	w := &gateWaiter{ch: make(chan struct{})}
-	el := l.waiters.PushBack(w)
-	l.mu.Unlock()
-	var err error
-	select {
-	case <-w.ch:
-		return nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-bound.C():
-		err = errWaitBound
+	w.el = g.waiters.PushBack(w)
+	return w
+}
+
+// quitLocked takes w, which gave up waiting, out of the queue, and reports
+// whether the gate had been passed to it meanwhile: the caller then owns
+// it, and passes it on.
+func (g *gate) quitLocked(w *gateWaiter) (granted bool) {
+	if w.granted {
+		return true
 	}
-	l.mu.Lock()
-	if w.granted { // granted as we gave up: pass it on
-		l.leaveLocked()
-	} else {
-		l.waiters.Remove(el)
+	g.waiters.Remove(w.el)
+	return false
+}
+
+// passLocked passes the gate from its owner to the first waiter and
+// reports true, or frees it when nobody waits.
+func (g *gate) passLocked() bool {
+	front := g.waiters.Front()
+	if front == nil {
+		g.busy = false
+		return false
 	}
-	l.mu.Unlock()
-	return err
+	w := g.waiters.Remove(front).(*gateWaiter)
+	w.granted = true
+	close(w.ch)
+	return true
 }
 
 // tryEnter takes the gate only if it is free and nobody queues for it.
@@ -51,12 +72,12 @@ func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 func (l *laneState) tryEnter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.busy || l.waiters.Len() > 0 {
-		l.recall = true
+	if !l.gate.freeLocked() {
+		l.watcher.askLocked()
 		return false
 	}
-	l.busy = true
-	l.recall = false
+	l.gate.takeLocked()
+	l.watcher.lookingLocked()
 	return true
 }
 
@@ -66,18 +87,15 @@ func (l *laneState) leave() {
 	l.mu.Unlock()
 }
 
+// leaveLocked passes the gate to the next writer of this process or, with
+// none, frees it and lets the linger watcher look at the idle lane.
 func (l *laneState) leaveLocked() {
-	if front := l.waiters.Front(); front != nil {
-		w := l.waiters.Remove(front).(*gateWaiter)
-		w.granted = true
-		close(w.ch)
+	if l.gate.passLocked() {
 		return
 	}
-	l.busy = false
-	l.idleSince = time.Now()
-	if l.row != nil && !l.closing && !l.e.opts.MemoryOnly {
-		if !l.watching || l.recall {
-			l.recall = false
+	l.held.idleLocked(time.Now())
+	if l.held.row != nil && !l.closing && !l.e.opts.MemoryOnly {
+		if l.watcher.neededLocked() {
 			l.startWatcherLocked()
 		}
 		// Otherwise the watcher's own timer (at most fallbackPoll away)
@@ -85,23 +103,8 @@ func (l *laneState) leaveLocked() {
 	}
 }
 
-// startWatcherLocked starts the linger watcher, or wakes it if it runs;
-// l.mu is held.
-func (l *laneState) startWatcherLocked() {
-	if !l.watching {
-		l.watching = true
-		l.e.wg.Add(1)
-		go l.watch()
-		return
-	}
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
-}
-
 func (l *laneState) hasWaiters() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.waiters.Len() > 0
+	return l.gate.queuedLocked()
 }

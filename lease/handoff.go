@@ -117,12 +117,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		// From now on a registration reaching this process follows the
 		// lane to the new holder, or sends its waiter to look (see
 		// registered).
-		l.mu.Lock()
-		if l.row == g {
-			l.row = nil
-		}
-		l.passedTo = rang
-		l.mu.Unlock()
+		l.handedOn(g, rang)
 	}
 	switch {
 	case err == errLostRow || errors.Is(err, ErrFileChanged):
@@ -151,11 +146,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	default:
 		l.e.logf(slog.LevelDebug, "cleolease: lease "+why, "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
 	}
-	l.mu.Lock()
-	if l.row == g {
-		l.row = nil
-	}
-	l.mu.Unlock()
+	l.dropRow(g)
 }
 
 var errLostRow = errors.New("row no longer ours")

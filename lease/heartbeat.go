@@ -43,7 +43,7 @@ func (e *Engine) beat() {
 	e.mu.Unlock()
 	for _, l := range lanes {
 		l.mu.Lock()
-		g, depth := l.row, l.depth
+		g, depth := l.held.row, l.held.depth
 		l.mu.Unlock()
 		began := time.Now()
 		if g == nil || g.lost.Load() || !g.beatDue(began, e.opts.TTL/6) {

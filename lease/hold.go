@@ -143,7 +143,7 @@ func (h *Hold) Fence(ctx context.Context, q driver.QueryerContext) error {
 // rollback after an error such as SQLITE_FULL, ends the transaction and
 // frees the lock, and then a missing row is a loss as before. After such a
 // commit the grant is over (Committed): the lane's row is gone, and the
-// next write claims the lane again, at a higher epoch (see epochFloor).
+// next write claims the lane again, at a higher epoch (see epochMemory.floor).
 type Fencing struct {
 	h     *Hold
 	begun bool  // FenceBegin found (holder, epoch) active
@@ -374,7 +374,7 @@ func (h *Hold) Release() {
 	l := h.l
 	if h.root != nil {
 		l.mu.Lock()
-		l.depth--
+		l.held.unnestLocked()
 		l.mu.Unlock()
 		return
 	}

@@ -6,8 +6,66 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 )
+
+// inbox keeps, for a lane this process holds, the registrations of other
+// processes' waiters (each told this process that it waits: see
+// registration) until a hand-off orders them or passes them on; it
+// remembers to whom this process last passed the lane, so that late
+// registrations follow it, and counts the requests to look that reach
+// this process's claim. pending and passedTo are guarded by the lane's mu
+// (registered keeps or forwards a registration by the held row, under the
+// same lock); looks is atomic.
+type inbox struct {
+	pending  map[string]registration // waiters that told us they wait, by holder id
+	passedTo string                  // the holder this process last handed the lane to ("": none since it held it)
+	looks    atomic.Int64            // requests to look at this lane (see lookArrived)
+}
+
+// addLocked keeps r, unless a newer registration of its waiter is kept:
+// a forwarded registration may arrive after a newer one of the same
+// waiter (arrival tickets only grow).
+func (b *inbox) addLocked(r registration) {
+	if b.pending == nil {
+		b.pending = map[string]registration{}
+	}
+	if old, ok := b.pending[r.ID]; !ok || old.Arrival <= r.Arrival {
+		b.pending[r.ID] = r
+	}
+}
+
+// emptyLocked reports whether no registration is kept.
+func (b *inbox) emptyLocked() bool { return len(b.pending) == 0 }
+
+// takeLocked removes and returns the registrations kept, in holder-id
+// order (not the map's random one, so that a seeded simulation replays
+// the same steps: sim_test.go).
+func (b *inbox) takeLocked() []registration {
+	regs := make([]registration, 0, len(b.pending))
+	for _, id := range slices.Sorted(maps.Keys(b.pending)) {
+		regs = append(regs, b.pending[id])
+	}
+	b.pending = nil
+	return regs
+}
+
+// restoreLocked keeps regs again, unless a newer registration of the same
+// waiter arrived meanwhile.
+func (b *inbox) restoreLocked(regs []registration) {
+	if len(regs) == 0 {
+		return
+	}
+	if b.pending == nil {
+		b.pending = map[string]registration{}
+	}
+	for _, r := range regs {
+		if _, ok := b.pending[r.ID]; !ok {
+			b.pending[r.ID] = r
+		}
+	}
+}
 
 // registered records a waiter's registration (see registration) while
 // this process holds the lane or is being granted it, or when it came
@@ -33,11 +91,11 @@ func (e *Engine) registered(r registration, withGrant bool) {
 		return
 	}
 	l.mu.Lock()
-	if l.row == nil && !l.incoming && !withGrant {
+	if l.held.row == nil && !l.claimSlot.incoming && !withGrant {
 		// This process does not hold the lane: if it just handed it on,
 		// the registration follows the lane once; otherwise the waiter
 		// is told to look, and registers with the holder it finds.
-		to := l.passedTo
+		to := l.inbox.passedTo
 		l.mu.Unlock()
 		if to != "" && !r.Forwarded {
 			r.Forwarded = true
@@ -48,14 +106,7 @@ func (e *Engine) registered(r registration, withGrant bool) {
 		e.bell.ringLook(r.ID, r.Scope, r.Lane)
 		return
 	}
-	if l.pending == nil {
-		l.pending = map[string]registration{}
-	}
-	// A forwarded registration may arrive after a newer one of the same
-	// waiter (arrival tickets only grow): keep the newer.
-	if old, ok := l.pending[r.ID]; !ok || old.Arrival <= r.Arrival {
-		l.pending[r.ID] = r
-	}
+	l.inbox.addLocked(r)
 	l.mu.Unlock()
 }
 
@@ -67,12 +118,11 @@ func (e *Engine) grantArrived(scope, lane string) {
 		return // never claimed here
 	}
 	l.mu.Lock()
-	if l.claiming {
-		l.incoming = true
+	if l.claimSlot.grantArrivedLocked() {
 		l.mu.Unlock()
 		return
 	}
-	orphan := l.row == nil && !l.closing
+	orphan := l.held.row == nil && !l.closing
 	l.mu.Unlock()
 	if !orphan {
 		return
@@ -94,22 +144,18 @@ func (l *laneState) adoptOrphan() {
 	defer l.e.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var r *row
-	err := l.e.retryBusy(ctx, func() (err error) {
-		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
-		return err
-	})
+	r, err := l.readActive(ctx)
 	if err != nil || r == nil || r.h.ID != l.e.holderID {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.row != nil || l.claiming || l.closing {
+	if l.held.row != nil || l.claimSlot.running || l.closing {
 		return // a claim in progress finds the row itself
 	}
-	l.row = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
-	l.idleSince = time.Now()
-	if !l.busy {
+	l.held.setLocked(&grant{id: r.id, epoch: r.epoch, at: time.Now()})
+	l.held.idleLocked(time.Now())
+	if !l.gate.ownedLocked() {
 		l.startWatcherLocked()
 	}
 	l.e.logf(slog.LevelInfo, "cleolease: adopted a lane granted after its waiter gave up; passing it on",
@@ -121,40 +167,27 @@ func (l *laneState) adoptOrphan() {
 // lane, and wakes the waiters.
 func (e *Engine) lookArrived(scope, lane string) {
 	if l := e.knownLane(scope, lane); l != nil {
-		l.looks.Add(1)
+		l.inbox.looks.Add(1)
 	}
 }
 
-// takePending removes and returns the registrations this process holds,
-// in holder-id order (not the map's random one, so that a seeded
-// simulation replays the same steps: sim_test.go).
+// takePending removes and returns the registrations this process holds
+// (inbox.takeLocked).
 func (l *laneState) takePending() []registration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	regs := make([]registration, 0, len(l.pending))
-	for _, id := range slices.Sorted(maps.Keys(l.pending)) {
-		regs = append(regs, l.pending[id])
-	}
-	l.pending = nil
-	return regs
+	return l.inbox.takeLocked()
 }
 
 // restorePending puts regs back among the registrations this process
-// holds, unless a newer registration of the same waiter arrived.
+// holds (inbox.restoreLocked).
 func (l *laneState) restorePending(regs []registration) {
 	if len(regs) == 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending == nil {
-		l.pending = map[string]registration{}
-	}
-	for _, r := range regs {
-		if _, ok := l.pending[r.ID]; !ok {
-			l.pending[r.ID] = r
-		}
-	}
+	l.inbox.restoreLocked(regs)
 }
 
 // flushPending writes the queue rows of live waiters that registered with

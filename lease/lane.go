@@ -1,131 +1,140 @@
 package lease
 
 import (
-	"container/list"
-	"database/sql/driver"
+	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
-// grant is this process's ownership of a lane's active row.
-type grant struct {
-	id, epoch int64
-	at        time.Time // when this process got the row (slice accounting)
-	lost      atomic.Bool
-	// given is set by handOff just before it commits releasing or handing
-	// over the row (cleared if that fails): a heartbeat racing with it then
-	// finds the row gone, and must not call the grant lost.
-	given atomic.Bool
-	// handing is set while a hand-off of this grant runs (handOff): a
-	// second one — Close's, racing the linger watcher's — returns at once
-	// instead of finding the row handed on and calling the grant lost.
-	handing atomic.Bool
-	// why says how the grant ended once lost is set (the reason of the
-	// *Error wrapping ErrLost); the first reason recorded wins.
-	why atomic.Pointer[string]
-	// beatAt is when this process last wrote the row's heartbeat_at
-	// (UnixNano; 0: only the grant wrote it, at about at).
-	beatAt atomic.Int64
-	// fenceArgs caches the fencing check's arguments (Hold.fenceArgs).
-	fenceArgs atomic.Pointer[[]driver.NamedValue]
-}
-
-// laneState is one (scope, lane) of an Engine. Its fields, by kind (the
-// per-claim state is a claimRun, claim.go):
+// laneState is one (scope, lane) of an Engine: it composes the parts that
+// each do one job for the lane, and holds the steps that span them —
+// Acquire's path (acquire.go: enterHeld, enter, ensureRow, claim), the
+// release and its hand-off (acquire.go, handoff.go, pass.go), and the
+// bookkeeping below that moves the held row, the claim and the inbox
+// together. Its parts:
+//
+//   - gate: the in-process FIFO gate (gate.go);
+//   - held: the row this process holds, its Hold's depth, idle time and
+//     turn (heldrow.go, turn.go);
+//   - watcher: the linger watcher (linger.go);
+//   - claimSlot: what the lane knows of its claim in progress (claimslot.go;
+//     the claim itself is a claimRun, claim.go);
+//   - inbox: other processes' waiters' registrations (inbox.go);
+//   - epochs: what this process remembers of the lane's epochs (epochs.go).
+//
+// The first five share mu: an invariant spans them (Acquire's fast path
+// takes the gate only while the row is held; a registration is kept or
+// forwarded by the held row and the claim; the gate's leave wakes the
+// watcher), so each is documented as guarded by the lane's mu and its
+// methods that need it are named ...Locked. epochs and the inbox's looks
+// are atomic.
 type laneState struct {
 	// Identity, set once.
 	e           *Engine
 	scope, lane string
 	want        int64 // start of the lane's want region (see wantBits)
 
-	// mu guards every field below except looks (atomic) and memEpoch.
-	mu sync.Mutex
-
-	// The in-process FIFO gate (gate.go).
-	busy    bool      // the gate is owned
-	waiters list.List // of *gateWaiter
-
-	// The row this process holds, and its linger watcher (linger.go).
-	row       *grant // nil: this process does not hold the row
-	depth     int    // nesting of the current hold
-	idleSince time.Time
-	watching  bool
-	recall    bool          // the watcher wants waking at the gate's next leave (see tryEnter)
-	kick      chan struct{} // wakes the watcher when the gate frees
-	closing   bool
-	turn      turn  // what keeps the lane within the slice (turn.go)
-	memEpoch  int64 // in-memory engines' epochs; touched only by the gate's owner
-
-	// Claims and hand-offs in flight (claim.go, handoff.go).
-	claiming     bool   // a claim is in progress
-	incoming     bool   // a grant to that claim arrived
-	passedTo     string // the holder this process last handed the lane to
-	lastWaitInfo string // the holder that kept the lane, for errors
-
-	// The inbox of waiters' registrations and requests to look (inbox.go).
-	pending map[string]registration // waiters that told us they wait, by holder id
-	looks   atomic.Int64            // requests to look at this lane (see lookArrived)
-
-	// highEpoch is the highest epoch this process has seen the lane carry
-	// (see epochFloor); atomic.
-	highEpoch atomic.Int64
+	mu        sync.Mutex
+	closing   bool          // the engine is closing: no new Hold, no watcher (guarded by mu)
+	gate      gate          // the in-process FIFO gate (gate.go)
+	held      heldRow       // the row this process holds (heldrow.go)
+	watcher   lingerWatcher // hands the idle row on or releases it (linger.go)
+	claimSlot claimSlot     // the claim in progress, as the lane sees it (claimslot.go)
+	inbox     inbox         // other processes' waiters' registrations (inbox.go)
+	epochs    epochMemory   // the lane's epochs seen (epochs.go; atomic)
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
-	return &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), kick: make(chan struct{}, 1), turn: turn{grace: returnGrace}}
+	l := &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), watcher: newLingerWatcher()}
+	l.held.turn.grace = returnGrace
+	return l
 }
 
-// beatDue reports whether the row's heartbeat_at, written when the grant
-// was made and at each heartbeat since, is at least every old: a grant
-// younger than the heartbeat period needs no heartbeat write.
-func (g *grant) beatDue(now time.Time, every time.Duration) bool {
-	last := g.at
-	if n := g.beatAt.Load(); n != 0 {
-		last = time.Unix(0, n)
-	}
-	return now.Sub(last) >= every
-}
-
+// setRow records g (nil: none) as the row this process holds, once a
+// claim ended: the claim's grant datagram is settled, and registrations
+// arriving from now on are kept here (not forwarded to the process this
+// one last handed the lane to).
 func (l *laneState) setRow(g *grant) {
 	if g != nil {
-		l.noteEpoch(g.epoch)
+		l.epochs.note(g.epoch)
 	}
 	l.mu.Lock()
-	l.row, l.incoming = g, false
+	l.held.setLocked(g)
+	l.claimSlot.settledLocked()
 	if g != nil {
-		l.passedTo = ""
-		l.turn.started()
+		l.inbox.passedTo = ""
+		l.held.turn.started()
 	}
 	l.mu.Unlock()
 }
 
+// currentRow is the row this process holds (nil: none).
 func (l *laneState) currentRow() *grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.row
+	return l.held.row
 }
 
+// dropRow records that grant g ended (if it is still the row held).
+func (l *laneState) dropRow(g *grant) {
+	l.mu.Lock()
+	l.held.dropLocked(g)
+	l.mu.Unlock()
+}
+
+// handedOn records that grant g ended with the lane handed to holder to
+// ("": released): registrations arriving from now on follow the lane
+// there once, or send their waiters to look (see registered).
+func (l *laneState) handedOn(g *grant, to string) {
+	l.mu.Lock()
+	l.held.dropLocked(g)
+	l.inbox.passedTo = to
+	l.mu.Unlock()
+}
+
+// markLost ends grant g because another process has the lane (or the row
+// is gone), recording why: the first reason wins.
 func (l *laneState) markLost(g *grant, why string) {
 	g.why.CompareAndSwap(nil, &why)
-	l.noteEpoch(g.epoch)
+	l.epochs.note(g.epoch)
 	if g.lost.CompareAndSwap(false, true) {
 		l.e.stats.Lost.Add(1)
 		l.e.logf(slog.LevelWarn, "cleolease: lease lost", "scope", l.scope, "lane", l.lane, "epoch", g.epoch, "reason", *g.why.Load())
 	}
-	l.mu.Lock()
-	if l.row == g {
-		l.row = nil
-	}
-	l.mu.Unlock()
+	l.dropRow(g)
 	l.forwardPending("") // another process has the lane: its waiters look
 }
 
+// me is this process as the lane's rows and registrations name it.
 func (l *laneState) me() holder {
 	var slot int64
 	if l.e.locks != nil {
 		slot = l.e.locks.Slot()
 	}
 	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.start, Slot: slot}
+}
+
+// shutdown is the lane's part of Engine.Close.
+func (l *laneState) shutdown() {
+	l.mu.Lock()
+	l.closing = true
+	g := l.held.row
+	l.mu.Unlock()
+	l.watcher.wake()
+	if l.e.opts.MemoryOnly {
+		return
+	}
+	if g != nil && !g.lost.Load() {
+		l.handOff(g, "released at close")
+	}
+	l.mu.Lock()
+	claiming := l.claimSlot.running
+	l.mu.Unlock()
+	if claiming {
+		// A claim still waits (its caller's Acquire): its own exit leaves
+		// the queue and releases its want byte; touching them here would
+		// race with it.
+		return
+	}
+	l.leaveQueue(context.Background())
 }

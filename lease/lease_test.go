@@ -96,8 +96,8 @@ func TestReentrancyAndSingleFlight(t *testing.T) {
 		t.Fatalf("epochs %v, want one", epochs)
 	}
 	l := e.lane("s", "l")
-	if l.depth != 0 {
-		t.Fatalf("depth %d after all releases", l.depth)
+	if l.held.depth != 0 {
+		t.Fatalf("depth %d after all releases", l.held.depth)
 	}
 }
 
@@ -609,7 +609,7 @@ func TestForgedRegistrationsAreNotGranted(t *testing.T) {
 	eventually(t, "the real waiter to register", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		for _, r := range l.pending {
+		for _, r := range l.inbox.pending {
 			if r.ID != "cl-forged-a" && r.ID != "cl-forged-b" {
 				return true
 			}
@@ -639,7 +639,7 @@ func waitRegistered(t *testing.T, e *Engine, n int) {
 	eventually(t, "the waiters to register", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return len(l.pending) == n
+		return len(l.inbox.pending) == n
 	})
 }
 

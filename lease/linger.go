@@ -5,6 +5,69 @@ import (
 	"time"
 )
 
+// lingerWatcher is the lane's linger watcher: a goroutine (watch) that
+// runs while this process holds the lane's row, hands the row to another
+// process as soon as one waits while no hold is active, and releases it
+// after Linger idle. Its fields are guarded by the lane's mu (the gate's
+// leave decides under that lock whether to wake it); kick is its wake-up.
+type lingerWatcher struct {
+	watching bool          // the watch goroutine runs
+	recall   bool          // it wants waking at the gate's next leave (see tryEnter)
+	kick     chan struct{} // wakes it (capacity 1)
+}
+
+func newLingerWatcher() lingerWatcher { return lingerWatcher{kick: make(chan struct{}, 1)} }
+
+// startLocked records the watcher as running and reports whether the
+// caller must start its goroutine (it was not running); a running watcher
+// is woken instead.
+func (w *lingerWatcher) startLocked() (start bool) {
+	if !w.watching {
+		w.watching = true
+		return true
+	}
+	w.wake()
+	return false
+}
+
+// stoppedLocked records that the watch goroutine ends.
+func (w *lingerWatcher) stoppedLocked() { w.watching = false }
+
+// wake wakes the watch goroutine, if it runs, at once.
+func (w *lingerWatcher) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// askLocked asks for the watcher to be woken at the gate's next leave: it
+// could not take the gate to look now.
+func (w *lingerWatcher) askLocked() { w.recall = true }
+
+// lookingLocked records that the watcher took the gate to look: its
+// request to be woken is answered.
+func (w *lingerWatcher) lookingLocked() { w.recall = false }
+
+// neededLocked reports whether the gate's leave must start or wake the
+// watcher (it does not run, or asked to be woken), answering the request.
+func (w *lingerWatcher) neededLocked() bool {
+	if !w.watching || w.recall {
+		w.recall = false
+		return true
+	}
+	return false
+}
+
+// startWatcherLocked starts the linger watcher, or wakes it if it runs;
+// l.mu is held.
+func (l *laneState) startWatcherLocked() {
+	if l.watcher.startLocked() {
+		l.e.wg.Add(1)
+		go l.watch()
+	}
+}
+
 // watch runs while this process holds the row: whenever no hold is active
 // it hands the row over as soon as another process waits (woken by the
 // doorbell, or by the gate freeing) and releases it after Linger idle. It
@@ -16,8 +79,8 @@ func (l *laneState) watch() {
 	for {
 		bell := l.e.bell.wait()
 		l.mu.Lock()
-		grace := l.turn.graceLeft(time.Now())
-		if grace > 0 && l.busy {
+		grace := l.held.turn.graceLeft(time.Now())
+		if grace > 0 && l.gate.ownedLocked() {
 			grace = 0 // the writer came back: the gate's next leave wakes us
 		}
 		l.mu.Unlock()
@@ -27,12 +90,12 @@ func (l *laneState) watch() {
 			t.Reset(grace)
 		} else if l.tryEnter() {
 			l.mu.Lock()
-			g, idle, closing := l.row, time.Since(l.idleSince), l.closing
+			g, idle, closing := l.held.row, l.held.idleForLocked(time.Now()), l.closing
 			l.mu.Unlock()
 			if g != nil && !closing {
 				if g.lost.Load() || idle >= l.e.opts.Linger || l.othersWaiting(context.Background()) {
 					l.mu.Lock()
-					l.turn.missed()
+					l.held.turn.missed()
 					l.mu.Unlock()
 					if !g.lost.Load() {
 						l.handOff(g, "released after linger")
@@ -40,15 +103,8 @@ func (l *laneState) watch() {
 				}
 			}
 			l.mu.Lock()
-			done := l.row == nil || l.closing
-			if done {
-				l.watching = false
-			}
-			l.busy = false
-			if l.waiters.Len() > 0 {
-				l.busy = true
-				l.leaveLocked()
-			}
+			done := l.watchOverLocked()
+			l.gate.passLocked() // to the next writer (not leaveLocked: this was the idle lane's look)
 			l.mu.Unlock()
 			if done {
 				return
@@ -60,10 +116,7 @@ func (l *laneState) watch() {
 			t.Reset(wait)
 		} else {
 			l.mu.Lock()
-			done := l.row == nil || l.closing
-			if done {
-				l.watching = false
-			}
+			done := l.watchOverLocked()
 			l.mu.Unlock()
 			if done {
 				return
@@ -72,36 +125,18 @@ func (l *laneState) watch() {
 		}
 		select {
 		case <-bell:
-		case <-l.kick:
+		case <-l.watcher.kick:
 		case <-t.C:
 		}
 	}
 }
 
-// shutdown is the lane's part of Engine.Close.
-func (l *laneState) shutdown() {
-	l.mu.Lock()
-	l.closing = true
-	g := l.row
-	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
+// watchOverLocked reports whether the watcher's work is over (no row held,
+// or the lane closing), recording it stopped if so.
+func (l *laneState) watchOverLocked() bool {
+	if l.held.row != nil && !l.closing {
+		return false
 	}
-	if l.e.opts.MemoryOnly {
-		return
-	}
-	if g != nil && !g.lost.Load() {
-		l.handOff(g, "released at close")
-	}
-	l.mu.Lock()
-	claiming := l.claiming
-	l.mu.Unlock()
-	if claiming {
-		// A claim still waits (its caller's Acquire): its own exit leaves
-		// the queue and releases its want byte; touching them here would
-		// race with it.
-		return
-	}
-	l.leaveQueue(context.Background())
+	l.watcher.stoppedLocked()
+	return true
 }

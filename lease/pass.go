@@ -83,7 +83,7 @@ func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, err
 	// registered is tested below for its want byte): with none, the
 	// commit costs one look at the inbox.
 	l.mu.Lock()
-	mine, none := l.row == g, len(l.pending) == 0
+	mine, none := l.held.row == g, l.inbox.emptyLocked()
 	l.mu.Unlock()
 	if !mine || none {
 		return nil, nil
@@ -138,7 +138,7 @@ func (l *laneState) passRow(ctx context.Context, q driver.QueryerContext, g *gra
 	if epoch != g.epoch+1 {
 		return 0, nil // cannot happen (the statement sets it); never trusted
 	}
-	l.noteEpoch(epoch)
+	l.epochs.note(epoch)
 	return epoch, nil
 }
 
@@ -160,12 +160,7 @@ func (p *Pass) done() {
 	l.e.stats.Handoffs.Add(1)
 	l.e.stats.PassedInCommit.Add(1)
 	l.e.stats.DeadWaiters.Add(int64(len(p.gone)))
-	l.mu.Lock()
-	if l.row == p.g {
-		l.row = nil
-	}
-	l.passedTo = p.to.ID
-	l.mu.Unlock()
+	l.handedOn(p.g, p.to.ID)
 	rest := slices.DeleteFunc(p.regs, func(r registration) bool { return r.ID == p.to.ID || slices.Contains(p.gone, r.ID) })
 	l.e.bell.ringGrant(p.to.ID, l.scope, l.lane, rest)
 	l.forwardPending(p.to.ID)
@@ -184,11 +179,7 @@ func (p *Pass) Failed() {
 	l, g := p.l, p.g
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var r *row
-	err := l.e.retryBusy(ctx, func() (err error) {
-		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
-		return err
-	})
+	r, err := l.readActive(ctx)
 	switch {
 	case err != nil || (r != nil && r.id == g.id && r.h.ID == l.e.holderID && r.epoch == g.epoch):
 		g.given.Store(false)

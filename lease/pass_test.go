@@ -380,7 +380,7 @@ func TestForgedGrantDatagramIsConfirmedAndRefused(t *testing.T) {
 	l := e.lane("s", "l")
 	l.mu.Lock()
 	var id string
-	for k := range l.pending {
+	for k := range l.inbox.pending {
 		id = k
 	}
 	l.mu.Unlock()
@@ -454,7 +454,7 @@ func TestPassTurnJudgedAtCommit(t *testing.T) {
 	eventually(t, "the next writer to queue at the gate", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return l.waiters.Len() == 1
+		return l.gate.waiters.Len() == 1
 	})
 	before := e.Stats()
 	keptTx(t, db, h1, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")")

@@ -6,7 +6,7 @@ package lease
 // is how the engine lives with that: it recognises the tables' absence,
 // recreates them, names what happened to a lost lease row, and keeps
 // epochs increasing across the loss with a floor that does not live in
-// the tables (epochFloor).
+// the tables (epochMemory.floor, epochs.go).
 
 import (
 	"context"
@@ -45,45 +45,6 @@ func (e *Engine) recreate(ctx context.Context) error {
 	return nil
 }
 
-// epochFloor is the lowest epoch a lane whose row must be inserted (a new
-// lane, or one whose row or tables were deleted) may be granted: the
-// wall clock in microseconds since the Unix epoch, and above every epoch
-// this process has seen the lane carry (noteEpoch). The statement that
-// inserts the row takes the greater of this and the highest epoch of the
-// lane's remaining rows + 1; every other grant rewrites the lane's row
-// with its epoch + 1, as before.
-//
-// Why epochs keep increasing when the rows are lost. A lane's epochs start
-// at the floor, and every later grant adds 1 in its own SQLite write
-// transaction; such a transaction takes well over a microsecond, and the
-// transactions of one file follow each other, so an epoch never runs
-// ahead of the clock reading taken when it was issued. A row inserted
-// after the loss takes the clock at that later moment: higher than any
-// epoch issued before, as long as the clock that reads it does not stand
-// behind the clock that issued them. On one host that is one clock: it
-// holds unless the wall clock is stepped back between the two (by the
-// size of the step); across hosts sharing a file (a LiteFS failover, say)
-// it holds when their clocks differ by less than the time between the last
-// grant of one and the first of the other. The in-memory high-water mark
-// covers a step back within one process. Epochs stay int64 and below
-// 1<<62 (readActive's bound) for the next 146,000 years, and below 2^53
-// (exact in JSON numbers read as doubles) until the year 2255. Lanes of
-// files created before this floor started at 1 and keep counting from
-// there, far below any floor.
-func (l *laneState) epochFloor() int64 {
-	return max(l.e.clock.Now().UnixMicro(), l.highEpoch.Load()+1)
-}
-
-// noteEpoch raises the lane's in-memory high-water mark to epoch.
-func (l *laneState) noteEpoch(epoch int64) {
-	for {
-		cur := l.highEpoch.Load()
-		if epoch <= cur || l.highEpoch.CompareAndSwap(cur, epoch) {
-			return
-		}
-	}
-}
-
 // endGrant ends grant g because a transaction of this process removed or
 // changed the lane's row itself (Fencing.Committed): the user's intent,
 // not a loss. The lane's waiters are told to look, and this process's next
@@ -91,15 +52,11 @@ func (l *laneState) noteEpoch(epoch int64) {
 func (l *laneState) endGrant(g *grant) {
 	why := fmt.Sprintf("a transaction of this process removed or changed the lease row of epoch %d itself; the next write takes the lease again", g.epoch)
 	g.why.CompareAndSwap(nil, &why)
-	l.noteEpoch(g.epoch)
+	l.epochs.note(g.epoch)
 	if g.lost.CompareAndSwap(false, true) {
 		l.e.logf(slog.LevelInfo, "cleolease: lease row removed by this process's own transaction", "scope", l.scope, "lane", l.lane, "epoch", g.epoch)
 	}
-	l.mu.Lock()
-	if l.row == g {
-		l.row = nil
-	}
-	l.mu.Unlock()
+	l.dropRow(g)
 	l.forwardPending("") // the lane is free: its waiters look
 }
 
@@ -142,7 +99,7 @@ func (l *laneState) whyGone(ctx context.Context, read rowReader, g *grant) strin
 	case holderID == l.e.holderID:
 		return fmt.Sprintf("this process holds the lane at another epoch (%d)", epoch)
 	}
-	l.noteEpoch(epoch)
+	l.epochs.note(epoch)
 	return fmt.Sprintf("another holder, %s (pid %d), took over the lane at epoch %d", holderID, pid, epoch)
 }
 

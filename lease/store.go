@@ -62,6 +62,16 @@ func readActive(ctx context.Context, q querier, scope, lane string) (*row, error
 	return nil, fmt.Errorf("%w: two active rows for %s/%s (is ux_writer_leases_active intact?)", ErrUntrusted, scope, lane)
 }
 
+// readActive reads the lane's active row (readActive) on the engine's
+// connection, trying again after SQLITE_BUSY until ctx ends.
+func (l *laneState) readActive(ctx context.Context) (r *row, err error) {
+	err = l.e.retryBusy(ctx, func() (err error) {
+		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+		return err
+	})
+	return r, err
+}
+
 func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, error) {
 	rows, err := q.QueryContext(ctx, `SELECT ticket, holder_id, priority, enqueued_at, holder_pid IS NULL,
 		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0), coalesce(arrival, 0)
@@ -126,7 +136,7 @@ func (l *laneState) holderValues(h holder, ttl int64) (int64, any, any) {
 // (errLostRow if it changed); otherwise the newest released row is reused,
 // or a row inserted. Either way one row per lane carries the high-water
 // epoch, so epochs never go back and the table does not grow. An inserted
-// row starts at epochFloor, so that a lane whose rows were deleted (or
+// row starts at epochMemory.floor, so that a lane whose rows were deleted (or
 // whose tables were dropped) does not count again from 1.
 func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, a grantArgs) (*grant, error) {
 	prev := a.prev
@@ -168,13 +178,13 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+fields+`, epoch = max(`+next+`,
 				CASE WHEN holder_start IS NOT NULL AND substr(holder_start, 1, length(?10)) <> ?10 THEN ?11 ELSE ?12 END)
 			WHERE id = (SELECT id FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 0 ORDER BY epoch DESC LIMIT 1)
-			RETURNING id, epoch`, append(args, nil, bootPrefix(), l.epochFloor(), floor)...).Scan(&g.id, &g.epoch)
+			RETURNING id, epoch`, append(args, nil, bootPrefix(), l.epochs.floor(l.e.clock.Now()), floor)...).Scan(&g.id, &g.epoch)
 		if err == sql.ErrNoRows {
 			err = c.QueryRowContext(ctx, `INSERT INTO _writer_leases
 				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)
 				VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1, 1, ?7, ?8,
 					max((SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1, ?9))
-				RETURNING id, epoch`, append(args, l.epochFloor())...).Scan(&g.id, &g.epoch)
+				RETURNING id, epoch`, append(args, l.epochs.floor(l.e.clock.Now()))...).Scan(&g.id, &g.epoch)
 		}
 	}
 	if err != nil {
@@ -183,7 +193,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	if g.epoch <= 0 || g.epoch >= 1<<62 {
 		return nil, fmt.Errorf("%w: epoch %d out of range", ErrUntrusted, g.epoch)
 	}
-	l.noteEpoch(g.epoch)
+	l.epochs.note(g.epoch)
 	if a.dequeue {
 		if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
 			return nil, err

@@ -7,7 +7,7 @@ package lease
 // last commits at a power loss), so its row's epoch + 1 may repeat an
 // epoch already handed out, and used outside the database. A grant that
 // takes a lane over from such a row therefore takes the clock floor
-// (epochFloor) too, as a recreated row does.
+// (epochMemory.floor) too, as a recreated row does.
 
 import (
 	"strings"
@@ -35,13 +35,13 @@ import (
 //
 // The floor exceeds every epoch a former writer issued when the clock
 // reading it is not behind that writer's clock by more than the time
-// between its last grant and this one (see epochFloor).
+// between its last grant and this one (see epochMemory.floor).
 func (l *laneState) takeoverFloor(prev *row) int64 {
 	if prev != nil && prev.h.ID == l.e.holderID {
 		return 0
 	}
 	if l.e.opts.Replicated || (prev != nil && otherBoot(prev.h.Start)) {
-		return l.epochFloor()
+		return l.epochs.floor(l.e.clock.Now())
 	}
 	return 0
 }

@@ -85,12 +85,12 @@ func (t *turn) started() { t.commits = 0 }
 func (l *laneState) keepTurn(g *grant) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.e.opts.Slice <= 0 || !l.turn.keep(l.waiters.Len() > 0) {
+	if l.e.opts.Slice <= 0 || !l.held.turn.keep(l.gate.queuedLocked()) {
 		return false
 	}
-	if !l.inSlice(g) && l.turn.commits+1 >= minTurnCommits {
+	if !l.inSlice(g) && l.held.turn.commits+1 >= minTurnCommits {
 		return false
 	}
-	l.turn.commits++
+	l.held.turn.commits++
 	return true
 }

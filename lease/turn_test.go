@@ -57,7 +57,7 @@ func TestTurnPredictsAReturningWriter(t *testing.T) {
 func expectBack(e *Engine, grace time.Duration) {
 	l := e.lane("s", "l")
 	l.mu.Lock()
-	l.turn.returns, l.turn.grace = true, grace
+	l.held.turn.returns, l.held.turn.grace = true, grace
 	l.mu.Unlock()
 }
 
@@ -116,7 +116,7 @@ func TestTurnHandsOffWhenTheWriterDoesNotReturn(t *testing.T) {
 	}
 	l := e.lane("s", "l")
 	l.mu.Lock()
-	expected := l.turn.keep(false)
+	expected := l.held.turn.keep(false)
 	l.mu.Unlock()
 	if expected {
 		t.Fatal("the lane still expects the writer that did not come back")

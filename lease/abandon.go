@@ -1,0 +1,128 @@
+package lease
+
+// How a claim ends without a grant (its context ended, its wait bound
+// passed, or a statement failed): it leaves the queue, and keeps a grant
+// that arrived meanwhile when it may.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// abandon leaves the queue after the context ended or the wait bound was
+// reached. Cleanup runs on the engine's connection, detached from the
+// caller's context. If the lane was handed to us meanwhile, a wait-bound
+// abandon keeps it (the grant wins); a cancelled caller leaves it to the
+// linger watcher, which passes it on.
+func (c *claimRun) abandon(ctx context.Context, cause error) (*grant, error) {
+	l := c.l
+	c.unlockWant() // first: see leaveQueue
+	g, err := c.quit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if g != nil {
+		if cause == errWaitBound {
+			return g, nil
+		}
+		l.setRow(g)
+	}
+	return nil, cause
+}
+
+func (c *claimRun) abandonWith(ctx context.Context, cause error) (*grant, error) {
+	l := c.l
+	c.unlockWant() // first: see leaveQueue
+	g, err := c.quit(ctx)
+	if err != nil && !(WriteRefused(err) && WriteRefused(cause)) {
+		// (A file that refused the claim refuses its cleanup too: the
+		// claim wrote no queue row there.)
+		l.e.logf(slog.LevelWarn, "cleolease: queue cleanup failed", "scope", l.scope, "lane", l.lane, "err", err)
+	}
+	if g != nil {
+		// Handed to us meanwhile: the grant wins (dropping it would leave
+		// the lane with a live process that no longer waits for it).
+		return g, nil
+	}
+	var le *Error
+	if errors.As(cause, &le) {
+		return nil, cause
+	}
+	return nil, l.e.errf("acquire", l.scope, l.lane, cause, "")
+}
+
+// quit ends the claim's wait after its want byte was released, and
+// reports a grant if the lane was handed to this process meanwhile. A
+// claim that wrote a queue row leaves the queue (leaveQueue). One that
+// only registered has no row to remove, and must not wait for SQLite's
+// write lock, which the holder's own transaction may keep for long (the
+// caller's deadline has passed): a read finds a grant committed before
+// the want byte was released, and a grant whose hand-off checked the byte
+// just before, and commits later, is adopted when its grant datagram
+// arrives (grantArrived).
+func (c *claimRun) quit(ctx context.Context) (*grant, error) {
+	l := c.l
+	if c.wroteRow {
+		return l.leaveQueue(ctx)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	r, err := l.readActive(rctx)
+	if err != nil || r == nil || r.h.ID != l.e.holderID {
+		return nil, nil // no grant seen; a late one is adopted on arrival
+	}
+	return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
+}
+
+// leaveQueue removes this process's queue row of the lane and reports a
+// grant if the lane was handed to it meanwhile. The caller has released
+// its want byte first: a holder tests it inside its hand-off transaction,
+// so either the hand-off sees this process no longer waiting, or it
+// committed the grant before this transaction, which then finds it. Transient failures (I/O
+// error, disk full, busy) are retried for up to 5s: a queue row left
+// behind by a live process that no longer waits could later be handed the
+// lane, and keep it. A file that refuses writes (WriteRefused: a LiteFS
+// replica) is not retried: it refused the claim that would have written
+// the row.
+func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	bo := backoff{min: 100 * time.Microsecond, max: 50 * time.Millisecond}
+	for {
+		g, err = l.tryLeaveQueue(cctx)
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || WriteRefused(err) || bo.sleep(cctx, nil) != nil {
+			return g, err
+		}
+	}
+}
+
+// transientCodes are the SQLite result codes leaveQueue retries.
+var transientCodes = map[sqlite3.ErrNo]bool{sqlite3.ErrIoErr: true, sqlite3.ErrFull: true, sqlite3.ErrBusy: true,
+	sqlite3.ErrLocked: true, sqlite3.ErrProtocol: true}
+
+func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
+	var g *grant
+	err := l.e.immediateOp(cctx, "dequeue", func(cctx context.Context, c *sql.Conn) error {
+		if err := dequeue(cctx, c, l.scope, l.lane, l.e.holderID); err != nil {
+			return err
+		}
+		r, err := readActive(cctx, c, l.scope, l.lane)
+		if errors.Is(err, ErrUntrusted) {
+			return nil // nothing to adopt; leaving the queue still holds
+		}
+		if err != nil {
+			return err
+		}
+		if r != nil && r.h.ID == l.e.holderID {
+			g = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
+		}
+		return nil
+	})
+	return g, err
+}
