@@ -73,33 +73,13 @@ func TestPassKeepsTheSliceForQueuedWork(t *testing.T) {
 	for !l.hasWaiters() {
 		runtime.Gosched() // until the local writer is queued at the gate
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c := dc.(*sqlite3.SQLiteConn)
-		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
-			return err
-		}
+	checkedTx(t, db, h, "", func(c *sqlite3.SQLiteConn, f *Fencing) error {
 		defer c.ExecContext(ctx, "ROLLBACK", nil)
-		f, lost, err := h.FenceBegin(ctx, c)
-		if err != nil || lost {
-			return fmt.Errorf("FenceBegin: lost %v, %v", lost, err)
-		}
-		if err := f.Check(ctx, c, true); err != nil {
-			return err
-		}
-		p, err := f.Pass(ctx, c)
-		if p != nil || err != nil {
+		if p, err := f.Pass(ctx, c); p != nil || err != nil {
 			return fmt.Errorf("Pass: %v, %v (want none: the slice keeps the lane for the queued writer)", p, err)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.Release()
 	if err := <-local; err != nil {
 		t.Fatal(err)

@@ -156,11 +156,10 @@ func (r rawConfirmer) QueryContext(ctx context.Context, q string, args []driver.
 
 func (r rawConfirmer) Rollback() { r.c.ExecContext(context.Background(), "ROLLBACK", nil) }
 
-// passTx runs body inside BEGIN IMMEDIATE on a connection of db, fenced
-// by h, with the hand-off written before COMMIT (Fencing.Pass, which must
-// happen), and then end, which decides how the transaction ends and
-// completes the Pass.
-func passTx(t *testing.T, db *sql.DB, h *Hold, body string, end func(c *sqlite3.SQLiteConn, p *Pass)) {
+// checkedTx runs body (if not empty) inside BEGIN IMMEDIATE on a
+// connection of db, fenced by h (FenceBegin, then Check before the end),
+// and then then, which ends the transaction; an error of either fails t.
+func checkedTx(t *testing.T, db *sql.DB, h *Hold, body string, then func(c *sqlite3.SQLiteConn, f *Fencing) error) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
@@ -177,58 +176,48 @@ func passTx(t *testing.T, db *sql.DB, h *Hold, body string, end func(c *sqlite3.
 		if err != nil || lost {
 			return fmt.Errorf("FenceBegin: lost %v, %v", lost, err)
 		}
-		if _, err := c.ExecContext(ctx, body, nil); err != nil {
-			return err
+		if body != "" {
+			if _, err := c.ExecContext(ctx, body, nil); err != nil {
+				return err
+			}
 		}
 		if err := f.Check(ctx, c, true); err != nil {
 			return err
 		}
-		p, err := f.Pass(ctx, c)
-		if err != nil || p == nil {
-			return fmt.Errorf("Pass: %v, %v (want a hand-off inside the commit)", p, err)
-		}
-		end(c, p)
-		return nil
+		return then(c, f)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
+// passTx runs body inside BEGIN IMMEDIATE on a connection of db, fenced
+// by h, with the hand-off written before COMMIT (Fencing.Pass, which must
+// happen), and then end, which decides how the transaction ends and
+// completes the Pass.
+func passTx(t *testing.T, db *sql.DB, h *Hold, body string, end func(c *sqlite3.SQLiteConn, p *Pass)) {
+	t.Helper()
+	checkedTx(t, db, h, body, func(c *sqlite3.SQLiteConn, f *Fencing) error {
+		p, err := f.Pass(context.Background(), c)
+		if err != nil || p == nil {
+			return fmt.Errorf("Pass: %v, %v (want a hand-off inside the commit)", p, err)
+		}
+		end(c, p)
+		return nil
+	})
+}
+
 // keptTx runs body in a write transaction under h whose commit keeps the
 // lane within the turn: Pass must hand nothing over.
 func keptTx(t *testing.T, db *sql.DB, h *Hold, body string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c := dc.(*sqlite3.SQLiteConn)
-		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
-			return err
-		}
-		f, lost, err := h.FenceBegin(ctx, c)
-		if err != nil || lost {
-			return fmt.Errorf("FenceBegin: lost %v, %v", lost, err)
-		}
-		if _, err := c.ExecContext(ctx, body, nil); err != nil {
-			return err
-		}
-		if err := f.Check(ctx, c, true); err != nil {
-			return err
-		}
-		if p, err := f.Pass(ctx, c); p != nil || err != nil {
+	checkedTx(t, db, h, body, func(c *sqlite3.SQLiteConn, f *Fencing) error {
+		if p, err := f.Pass(context.Background(), c); p != nil || err != nil {
 			return fmt.Errorf("Pass within the turn: %v, %v (want none)", p, err)
 		}
-		_, err = c.ExecContext(ctx, "COMMIT", nil)
+		_, err := c.ExecContext(context.Background(), "COMMIT", nil)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func grantsOf(t *testing.T, db *sql.DB) string {

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"database/sql"
 	"strconv"
 	"testing"
 	"time"
@@ -52,8 +53,28 @@ func TestTurnPredictsAReturningWriter(t *testing.T) {
 	}
 }
 
-// expectBack makes lane s/l of e expect its writer back (as after a
-// writer that came straight back) and gives it grace to do so.
+// turnWithWaiter holds lane s/l in a new engine with the given slice and
+// no linger, has a waiter of another process register with it, and makes
+// the lane expect its writer back (as after a writer that came straight
+// back) with the given grace to do so. It returns the engine, a raw
+// handle on the file, the Hold and the waiter.
+func turnWithWaiter(t *testing.T, slice, grace time.Duration) (*Engine, *sql.DB, *Hold, *child) {
+	t.Helper()
+	needDoorbell(t)
+	path := newDB(t)
+	e := openEngine(t, path, func(o *Options) { o.Linger, o.Slice = 0, slice })
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
+	waitRegistered(t, e, 1)
+	expectBack(e, grace)
+	return e, rawDB(t, path), h, w
+}
+
+// expectBack makes lane s/l of e expect its writer back and gives it
+// grace to do so.
 func expectBack(e *Engine, grace time.Duration) {
 	l := e.lane("s", "l")
 	l.mu.Lock()
@@ -67,13 +88,8 @@ func expectBack(e *Engine, grace time.Duration) {
 // writer's next Acquire is granted at once on the same row; the commit
 // that ends the slice carries the grant.
 func TestTurnKeptForAReturningWriter(t *testing.T) {
-	needDoorbell(t)
-	e, path, h1 := holdLaneSliced(t)
-	db := rawDB(t, path)
+	e, db, h1, w := turnWithWaiter(t, time.Hour, time.Hour) // the watcher never gives up on the writer here
 	epoch := h1.Epoch()
-	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
-	waitRegistered(t, e, 1)
-	expectBack(e, time.Hour) // the watcher never gives up on the writer here
 	before := e.Stats()
 	keptTx(t, db, h1, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")")
 	h1.Release()
@@ -100,13 +116,8 @@ func TestTurnKeptForAReturningWriter(t *testing.T) {
 // lane to the waiting process, and the lane stops expecting the writer,
 // so its next turn hands over inside the commit again.
 func TestTurnHandsOffWhenTheWriterDoesNotReturn(t *testing.T) {
-	needDoorbell(t)
-	e, path, h := holdLaneSliced(t)
-	db := rawDB(t, path)
+	e, db, h, w := turnWithWaiter(t, time.Hour, returnGrace)
 	epoch := h.Epoch()
-	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
-	waitRegistered(t, e, 1)
-	expectBack(e, returnGrace)
 	before := e.Stats()
 	keptTx(t, db, h, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")")
 	h.Release()
@@ -128,18 +139,8 @@ func TestTurnHandsOffWhenTheWriterDoesNotReturn(t *testing.T) {
 // itself: a writer that comes straight back gets minTurnCommits commits
 // before the grant is written, inside the second commit.
 func TestTurnKeepsTwoCommitsPastTheSlice(t *testing.T) {
-	needDoorbell(t)
-	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Linger, o.Slice = 0, time.Nanosecond })
-	h1, err := e.Acquire(context.Background(), "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, path)
+	e, db, h1, w := turnWithWaiter(t, time.Nanosecond, time.Hour)
 	epoch := h1.Epoch()
-	w := startChild(t, "pass-confirm-wait", path, "CLEOLEASE_NAME=waiter")
-	waitRegistered(t, e, 1)
-	expectBack(e, time.Hour)
 	keptTx(t, db, h1, "INSERT INTO grants(who, epoch) VALUES ('holder', "+strconv.FormatInt(epoch, 10)+")")
 	h1.Release()
 	h2, err := e.Acquire(context.Background(), "s", "l", req)
