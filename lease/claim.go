@@ -78,7 +78,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	// after selfEnqueueAfter (so that Status shows it).
 	c.seenGrants, c.seenLooks = l.e.bell.granted.Load(), l.inbox.looks.Load() // a ring from now on makes await look
 	c.wroteRow = false
-	skip := c.ringHolder(ctx)
+	skip := c.ringPassed() || c.ringHolder(ctx)
 	selfEnqueue := time.Now().Add(selfEnqueueAfter)
 	// A claim transaction is tried once at a time: while SQLite's write
 	// lock is taken (the holder's own transaction), the waiter waits for
@@ -133,6 +133,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 // received the registration.
 func (c *claimRun) ringHolder(ctx context.Context) bool {
 	l := c.l
+	_ = l.e.fault("ring-holder") // lets a test count the reads; nothing to inject
 	ctx = context.WithoutCancel(ctx)
 	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
 	if err != nil || r == nil {
@@ -147,6 +148,39 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	dead, _ := l.reclaimable(r)
 	return c.registered && !dead
 }
+
+// ringPassed is ringHolder without reading the row, for a claim that
+// follows this process's own hand-off inside a data commit (inbox.passed):
+// the holder is the one that commit granted, found alive and waiting in
+// that transaction, so the claim registers with it at once — on LiteFS a
+// read transaction saved is a round of FUSE reads of the page the commit
+// just changed. A holder that has moved the lane on since forwards the
+// registration or sends this waiter to look, as for any registration. It
+// reports whether the registration was delivered. A hand-off older than
+// passedFresh is not used.
+func (c *claimRun) ringPassed() bool {
+	l := c.l
+	l.mu.Lock()
+	p := l.inbox.passed
+	held := l.held.row != nil
+	l.mu.Unlock()
+	if held || p.to.ID == "" || p.to.ID == l.e.holderID || time.Since(p.at) > passedFresh {
+		return false // (an older one has likely moved on: read the row)
+	}
+	c.rung, c.rungEpoch, c.seenEpoch = p.to.ID, p.epoch, p.epoch
+	c.registered = l.e.bell.ringWaiting(p.to.ID, c.reg)
+	if !c.registered {
+		return false
+	}
+	c.watchExit(p.to.PID)
+	return true
+}
+
+// passedFresh is how long after this process's hand-off inside a commit a
+// claim registers with that grant's holder without reading the row
+// (ringPassed). A registration that reaches a holder which has moved the
+// lane on costs a forward or a look, never safety.
+const passedFresh = time.Second
 
 // attempt is one claim transaction (a single try: SQLITE_BUSY comes back).
 // It returns a grant when this process is now the holder; otherwise it

@@ -21,7 +21,19 @@ import (
 type inbox struct {
 	pending  map[string]registration // waiters that told us they wait, by holder id
 	passedTo string                  // the holder this process last handed the lane to ("": none since it held it)
-	looks    atomic.Int64            // requests to look at this lane (see lookArrived)
+	// passed is that holder, with its pid and epoch, when the hand-off
+	// was written inside a data commit (Pass), whose transaction checked
+	// it was alive and waiting; zero otherwise. A claim of this process
+	// registers with it without reading the row (claimRun.ringPassed).
+	passed passedGrant
+	looks  atomic.Int64 // requests to look at this lane (see lookArrived)
+}
+
+// passedGrant is a grant this process just wrote for another holder.
+type passedGrant struct {
+	to    holder
+	epoch int64
+	at    time.Time // when the commit that carried it returned
 }
 
 // addLocked keeps r, unless a newer registration of its waiter is kept:

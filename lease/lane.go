@@ -62,7 +62,7 @@ func (l *laneState) setRow(g *grant) {
 	l.held.setLocked(g)
 	l.claimSlot.settledLocked()
 	if g != nil {
-		l.inbox.passedTo = ""
+		l.inbox.passedTo, l.inbox.passed = "", passedGrant{}
 		l.held.turn.started()
 	}
 	l.mu.Unlock()
@@ -86,9 +86,15 @@ func (l *laneState) dropRow(g *grant) {
 // ("": released): registrations arriving from now on follow the lane
 // there once, or send their waiters to look (see registered).
 func (l *laneState) handedOn(g *grant, to string) {
+	l.handedOnTo(g, to, passedGrant{})
+}
+
+// handedOnTo is handedOn with what a Pass knows of the grant it wrote
+// (inbox.passed; zero: nothing).
+func (l *laneState) handedOnTo(g *grant, to string, p passedGrant) {
 	l.mu.Lock()
 	l.held.dropLocked(g)
-	l.inbox.passedTo = to
+	l.inbox.passedTo, l.inbox.passed = to, p
 	l.mu.Unlock()
 }
 

@@ -160,7 +160,7 @@ func (p *Pass) done() {
 	l.e.stats.Handoffs.Add(1)
 	l.e.stats.PassedInCommit.Add(1)
 	l.e.stats.DeadWaiters.Add(int64(len(p.gone)))
-	l.handedOn(p.g, p.to.ID)
+	l.handedOnTo(p.g, p.to.ID, passedGrant{to: p.to, epoch: p.epoch, at: time.Now()})
 	rest := slices.DeleteFunc(p.regs, func(r registration) bool { return r.ID == p.to.ID || slices.Contains(p.gone, r.ID) })
 	l.e.bell.ringGrant(p.to.ID, l.scope, l.lane, rest)
 	l.forwardPending(p.to.ID)
