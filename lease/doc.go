@@ -33,6 +33,9 @@
 // the lane (its want byte), registers with the live holder by datagram
 // (its registration: id, priority, arrival, place in line), and after a
 // while, or when the holder cannot be reached, writes its own queue row.
+// It finds the holder by reading the lane's row — unless this process has
+// just handed the lane on inside a commit: then it registers with the
+// holder that commit granted, without a read (claim.go, ringPassed).
 //
 // When the holder's last hold ends and another process waits, the holder
 // hands the lane off: it orders the waiters (queue rows and
