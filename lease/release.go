@@ -28,8 +28,10 @@ func (l *laneState) release(h *Hold) {
 			// The row stays within its slice for this process's next
 			// writer, queued at the gate or arriving at once (a turn is a
 			// time budget): the watcher, woken by leave, hands the lane
-			// off as soon as it finds the gate free, so an idle holder
-			// keeps nobody waiting. A hold whose commit was judged within
+			// off once it finds the gate free — at once, or, when this
+			// hold's commit kept the turn for a writer expected back
+			// (turn.go), after that writer's grace — so an idle holder
+			// keeps nobody waiting long. A hold whose commit was judged within
 			// the slice (inTurn) counts as within it here too, although
 			// the slice may have ended during its COMMIT: the next
 			// writer's commit then carries the grant (Fencing.Pass)
