@@ -1,9 +1,14 @@
 package lease
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,9 +21,27 @@ import (
 // arrival tickets, datagrams — and every lease statement (the fault hook)
 // parks at a gate until the simulation's scheduler lets it go, so that the
 // scheduler decides the order in which the engines' steps happen.
+//
+// The sidecar (the file the liveness locks, want bytes and arrival
+// counter live in) has generations: the scheduler may remove it while
+// processes run, and a process that opens afterwards creates and locks a
+// new one (simOS.sidecar). A process's locks, wants and tickets are on the
+// generation it opened; a probe of a lock on another generation answers
+// Unknown (the prober cannot see that file), as does a probe the
+// scheduler makes fail. The pid and start-time path (lookupProcess)
+// answers from the simulated world (simOS.lookup); a process may run in
+// another pid namespace (simProc.pidns), which its holder_start records.
 
 // errSimKilled is what every gate of a killed (or stopped) process returns.
 var errSimKilled = errors.New("sim: process killed")
+
+// errSimUnknown, injected at an os/probe gate, makes the probe answer
+// Unknown (the lock could not be tested) for whatever process it tests.
+var errSimUnknown = errors.New("sim: lock cannot be tested")
+
+// errSimRecv is what a simulated bell's Recv returns once when the
+// scheduler makes it fail (simOS.failRecv).
+var errSimRecv = errors.New("sim: recv failed")
 
 // simGate is one goroutine of a simulated process parked before a step.
 type simGate struct {
@@ -30,19 +53,33 @@ type simGate struct {
 
 // simProc is one simulated process: an engine with its own holder id,
 // liveness lock, doorbell and clock, and the worker that writes under it.
+// Its mutable fields are guarded by simOS.mu.
 type simProc struct {
 	idx, gen int
 	id       string // holder id
 	pid      int64
 	slot     int64
-	dead     bool // killed (or the run is over): every gate fails
-	paused   bool // stopped: its gates are not released
+	sidecar  int    // the sidecar generation its locks are on
+	pidns    string // "": the test process's pid namespace; else another one
+	start    string // its start time, as its holder_start records it
+	dead     bool   // killed (or the run is over): every gate fails
+	paused   bool   // stopped: its gates are not released
 	inbox    chan []byte
 	closed   bool // inbox closed
 	eng      *Engine
 	clock    *simClock
 	breaking bool // a Break of this process is in flight
 	done     chan struct{}
+
+	// What its worker does (the liveness checker's view, simlive_test.go).
+	cancel context.CancelFunc // ends the Acquire in progress (nil: none)
+	// found is the waiter whose want byte this process's engine last found
+	// held (Wants), until a commit of its passes: the waiter a hand-off
+	// in progress may be granting the lane to (see simOS.endangered).
+	found   *simProc
+	wanting bool      // inside Acquire, or between its retries
+	holding bool      // between Acquire's return and Release
+	starve  simStarve // its current wait, while wanting
 }
 
 // simOS is the shared state of the simulated processes' OS: who holds
@@ -55,10 +92,21 @@ type simOS struct {
 	parked   []*simGate
 	procs    []*simProc // by index; the current generation
 	operator *simProc   // the process that breaks lanes (no worker)
-	wants    map[[2]int64]bool
-	ticket   int64
+	everyone map[string]*simProc
+	byPID    map[int64]*simProc
+	sidecar  int              // the sidecar's current generation (a process opening now locks it)
+	wants    map[simWant]bool // want bytes held
+	tickets  map[int]int64    // each generation's arrival counter
 	inflight []simDatagram
 	dgSeq    int64
+	arrived  chan struct{} // a goroutine of a running process parked at a gate
+}
+
+// simWant is one want byte: a slot of a lane's want region (base) in one
+// generation of the sidecar.
+type simWant struct {
+	gen        int
+	base, slot int64
 }
 
 // simDatagram is a datagram sent and not yet delivered.
@@ -66,9 +114,67 @@ type simDatagram struct {
 	seq      int64
 	from, to string
 	msg      []byte
+	until    time.Time // held back (delayed) until then
 }
 
-func newSimOS() *simOS { return &simOS{wants: map[[2]int64]bool{}} }
+// kind is the datagram's kind as the trace names it: its first byte.
+func (d simDatagram) kind() byte {
+	if len(d.msg) == 0 {
+		return '-'
+	}
+	return d.msg[0]
+}
+
+func newSimOS() *simOS {
+	return &simOS{wants: map[simWant]bool{}, tickets: map[int]int64{}, everyone: map[string]*simProc{}, byPID: map[int64]*simProc{},
+		arrived: make(chan struct{}, 1)}
+}
+
+// add records a new process (a new generation of a worker's process, or
+// the operator) on the sidecar's current generation.
+func (o *simOS) add(p *simProc) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p.sidecar = o.sidecar
+	o.everyone[p.id] = p
+	o.byPID[p.pid] = p
+}
+
+// simMark is the mark of the sidecar generation gen (platform.Liveness.Mark).
+func simMark(gen int) string { return "sim.g" + strconv.Itoa(gen) }
+
+// parseSimMark is the generation a mark names (false: not a sidecar's).
+func parseSimMark(mark string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(mark, "sim.g"))
+	return n, err == nil && strings.HasPrefix(mark, "sim.g")
+}
+
+// simIdentity is holder_start (boot/pidns/start/mark/uid) with the pid
+// namespace and start time of a simulated process: pidns "" keeps the
+// test process's own namespace.
+func simIdentity(start, pidns, st string) string {
+	parts := strings.Split(start, "/")
+	if len(parts) < 3 {
+		return start
+	}
+	if pidns != "" {
+		parts[1] = "sim-pidns:" + pidns
+	}
+	parts[2] = st
+	return strings.Join(parts, "/")
+}
+
+// lookup is lookupProcess in the simulated world: a simulated process's
+// pid runs while it lives, with its start time; any other pid is gone.
+func (o *simOS) lookup(pid int64, _ string) (platform.ProcState, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.byPID[pid]
+	if p == nil || p.dead {
+		return platform.ProcDead, ""
+	}
+	return platform.ProcAlive, p.start
+}
 
 // gate parks the calling goroutine of p before op until the scheduler
 // releases it; it returns the error the scheduler injects (or
@@ -82,8 +188,36 @@ func (o *simOS) gate(p *simProc, op string) error {
 	o.seq++
 	g := &simGate{p: p, op: op, seq: o.seq, resume: make(chan error, 1)}
 	o.parked = append(o.parked, g)
+	if !p.paused {
+		select {
+		case o.arrived <- struct{}{}: // ends the scheduler's sleep (see sleep)
+		default:
+		}
+	}
 	o.mu.Unlock()
 	return <-g.resume
+}
+
+// sleep lets up to d of simulated time pass, and less when a goroutine of
+// a process that is not stopped parks at a gate meanwhile (a timer woke
+// it): the time then stops there, so that no other timer of that process
+// fires while it waits at the gate (the engine's selects would then find
+// several channels ready, and the Go runtime would choose among them at
+// random: a seed would no longer replay). It returns the time that
+// passed.
+func (o *simOS) sleep(d time.Duration) time.Duration {
+	select {
+	case <-o.arrived:
+	default:
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-o.arrived:
+	}
+	return time.Since(start)
 }
 
 // runnable lists the parked gates of processes that are not stopped, in
@@ -119,8 +253,34 @@ func (o *simOS) release(g *simGate, err error) {
 			break
 		}
 	}
+	if strings.HasSuffix(g.op, "commit") {
+		g.p.found = nil
+	}
 	o.mu.Unlock()
 	g.resume <- err
+}
+
+// endangered lists the processes inside Acquire that a hand-off in
+// progress may be granting the lane to: another process found their want
+// byte held and is parked before its commit (a hand-off's, a claim's
+// that hands a free lane to the head of the queue, or a data commit that
+// carries a Pass). A waiter that gives up there meets the grant late (the
+// window of issue 28's first hole).
+func (o *simOS) endangered() []*simProc {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*simProc
+	for _, g := range o.parked {
+		q := g.p.found
+		if q == nil || q.dead || q.paused || q.cancel == nil || !(strings.HasSuffix(g.op, "commit") || g.op == "lease/pass") {
+			continue
+		}
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].idx < out[j].idx })
+	return out
 }
 
 // kill ends process p as the kernel would: its locks and wants go, its
@@ -138,11 +298,7 @@ func (o *simOS) kill(p *simProc) {
 		}
 	}
 	o.parked = rest
-	for k := range o.wants {
-		if k[1] == p.slot {
-			delete(o.wants, k)
-		}
-	}
+	o.dropWantsLocked(p)
 	if !p.closed {
 		p.closed = true
 		close(p.inbox)
@@ -150,6 +306,16 @@ func (o *simOS) kill(p *simProc) {
 	o.mu.Unlock()
 	for _, g := range mine {
 		g.resume <- errSimKilled
+	}
+}
+
+// dropWantsLocked drops every want byte of p, on every generation (the
+// kernel drops a dead process's locks, and Close drops them all).
+func (o *simOS) dropWantsLocked(p *simProc) {
+	for k := range o.wants {
+		if k.slot == p.slot {
+			delete(o.wants, k)
+		}
 	}
 }
 
@@ -179,6 +345,20 @@ func (o *simOS) byID(id string) *simProc {
 	return nil
 }
 
+// deliverable lists the indexes in inflight of the datagrams not held
+// back at now, oldest first.
+func (o *simOS) deliverable(now time.Time) []int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []int
+	for i, d := range o.inflight {
+		if !d.until.After(now) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // deliver hands datagram i to its addressee, if it still listens.
 func (o *simOS) deliver(i int, drop bool) simDatagram {
 	o.mu.Lock()
@@ -195,6 +375,30 @@ func (o *simOS) deliver(i int, drop bool) simDatagram {
 		}
 	}
 	return d
+}
+
+// delay holds datagram i back until until.
+func (o *simOS) delay(i int, until time.Time) simDatagram {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inflight[i].until = until
+	return o.inflight[i]
+}
+
+// failRecv makes p's next Recv, after the datagrams already queued for
+// it, return an error (a nil message in its inbox stands for it).
+func (o *simOS) failRecv(p *simProc) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	select {
+	case p.inbox <- nil:
+		return true
+	default:
+		return false
+	}
 }
 
 // inject puts a datagram in flight as if from would have sent it.
@@ -221,37 +425,44 @@ func (o *simOS) seams(p *simProc) osSeams {
 }
 
 // simLocks is platform.Locks for process p: a lock is held while its
-// process lives.
+// process lives, in the sidecar generation the process opened.
 type simLocks struct {
 	o *simOS
 	p *simProc
 }
 
-func (l *simLocks) Slot() int64       { return l.p.slot }
-func (l *simLocks) Mark() string      { return "sim" }
+func (l *simLocks) Slot() int64 { return l.p.slot }
+
+// Mark names the sidecar generation p's lock is on.
+func (l *simLocks) Mark() string {
+	l.o.mu.Lock()
+	defer l.o.mu.Unlock()
+	return simMark(l.p.sidecar)
+}
+
 func (l *simLocks) WatchPath() string { return "" }
 func (l *simLocks) Close() error {
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	for k := range l.o.wants {
-		if k[1] == l.p.slot {
-			delete(l.o.wants, k)
-		}
-	}
+	l.o.dropWantsLocked(l.p)
 	return nil
 }
 
+// Probe tests the lock of slot in the generation mark names: Unknown when
+// that is not the generation p sees (or the scheduler makes the test
+// fail), Held while the process of that slot lives, Released otherwise.
 func (l *simLocks) Probe(slot int64, mark string) platform.Proof {
 	if l.o.gate(l.p, "os/probe") != nil {
 		return platform.Unknown
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
+	gen, ok := parseSimMark(mark)
+	if !ok || gen != l.p.sidecar {
+		return platform.Unknown // another file than the one p sees
+	}
 	q := l.o.bySlot(slot)
-	switch {
-	case mark != "sim":
-		return platform.Unknown
-	case q == nil || q.dead:
+	if q == nil || q.dead || q.sidecar != gen {
 		return platform.Released
 	}
 	return platform.Held
@@ -263,10 +474,11 @@ func (l *simLocks) SetWant(base int64, on bool) error {
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
+	k := simWant{l.p.sidecar, base, l.p.slot}
 	if on {
-		l.o.wants[[2]int64{base, l.p.slot}] = true
+		l.o.wants[k] = true
 	} else {
-		delete(l.o.wants, [2]int64{base, l.p.slot})
+		delete(l.o.wants, k)
 	}
 	return nil
 }
@@ -277,7 +489,11 @@ func (l *simLocks) Wants(base, slot int64) (bool, error) {
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	return l.o.wants[[2]int64{base, slot}], nil
+	w := l.o.wants[simWant{l.p.sidecar, base, slot}]
+	if w {
+		l.p.found = l.o.bySlot(slot)
+	}
+	return w, nil
 }
 
 func (l *simLocks) AnyWants(base int64) (bool, error) {
@@ -293,21 +509,23 @@ func (l *simLocks) CountWants(base int64, limit int) (int, error) {
 	defer l.o.mu.Unlock()
 	n := 0
 	for k := range l.o.wants {
-		if k[0] == base && k[1] != l.p.slot && n < limit {
+		if k.gen == l.p.sidecar && k.base == base && k.slot != l.p.slot && n < limit {
 			n++
 		}
 	}
 	return n, nil
 }
 
+// NextTicket takes the next ticket of p's sidecar generation (a new
+// sidecar's counter starts again).
 func (l *simLocks) NextTicket() int64 {
 	if l.o.gate(l.p, "os/ticket") != nil {
 		return 0
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	l.o.ticket++
-	return l.o.ticket
+	l.o.tickets[l.p.sidecar]++
+	return l.o.tickets[l.p.sidecar]
 }
 
 // simBell is platform.Bell for process p: datagrams wait in flight until
@@ -333,10 +551,15 @@ func (b *simBell) Send(to string, msg []byte) error {
 	return nil
 }
 
+// Recv returns the next datagram delivered to p; a nil one stands for a
+// failure of the socket (simOS.failRecv), returned once as an error.
 func (b *simBell) Recv(buf []byte) (int, error) {
 	msg, ok := <-b.p.inbox
 	if !ok {
 		return 0, errors.New("sim: bell closed")
+	}
+	if msg == nil {
+		return 0, errSimRecv
 	}
 	return copy(buf, msg), nil
 }
@@ -350,6 +573,9 @@ func (b *simBell) Close() error {
 	}
 	return nil
 }
+
+// String names p in traces and violations.
+func (p *simProc) String() string { return fmt.Sprintf("p%d (%s)", p.idx, p.id) }
 
 // simClock is a process's wall clock: the simulation's time plus a skew
 // the scheduler steps.

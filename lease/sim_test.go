@@ -6,9 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +92,54 @@ type simConfig struct {
 	// recommit has some writes run COMMIT and BEGIN in the middle of their
 	// transaction, as a caller's SQL may (see recommit).
 	recommit bool
+	// faults are the faults of issue 28 the run injects.
+	faults simFaults
+	// liveness runs the liveness checks (sim_live_test.go).
+	liveness bool
+	// steal forces StealAfterTTL on (1) or off (2); 0: the seed chooses.
+	steal int
+	// lose is how many datagrams in 20 that the scheduler takes out of
+	// flight it loses (0: 1, a twentieth).
+	lose int
+	// noForge: no datagram is forged (a forged grant makes a process
+	// adopt a lane the table says it holds, which would hide a grant its
+	// claim never learned of).
+	noForge bool
+	// giveUp: a worker whose Acquire was cancelled gives up for a while
+	// (simIdle) one time in giveUp (0: 2, every other time); one whose
+	// Acquire failed at its wait bound, one time in four.
+	giveUp int
+}
+
+// simFaults are the families of faults of issue 28 a run injects.
+type simFaults struct {
+	// workers: the scheduler cancels Acquires at any step (the caller's
+	// context ends); a worker whose Acquire failed sometimes gives up for
+	// a while (simIdle); some workers write in a tight loop, with no
+	// pause between holds (busy); stops are shorter.
+	workers bool
+	// dgrams: datagrams are delayed (held back while other steps run and
+	// time passes; reordered, lost and duplicated ones are the
+	// simulation's since issue 24), and a process's receive loop fails.
+	dgrams bool
+	// sidecar: the sidecar is replaced while processes run (a new
+	// generation, which processes opened afterwards lock).
+	sidecar bool
+	// pidns: some processes run in another pid namespace, and a probe of
+	// a liveness lock may answer Unknown.
+	pidns bool
+}
+
+// any reports whether any family is on.
+func (f simFaults) any() bool { return f.workers || f.dgrams || f.sidecar || f.pidns }
+
+// simAllFaults is every family of faults.
+var simAllFaults = simFaults{workers: true, dgrams: true, sidecar: true, pidns: true}
+
+// simFull is the configuration TestSimulation runs: every fault, every
+// check.
+func simFull(seed int64, steps int, journal string) simConfig {
+	return simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: true, faults: simAllFaults, liveness: true}
 }
 
 // simResult is what a run found.
@@ -105,6 +155,32 @@ type simResult struct {
 	self       int   // writes whose check before COMMIT took a changed row for the transaction's own change
 	passed     int   // writes that handed the lane on inside their transaction (Fencing.Pass)
 	engines    Stats // the engines' counters, summed when each ends
+	// faults counts the faults of issue 28 by kind: "cancel at <op>",
+	// "lose g", "delay w", "reorder l", "recv fails", "sidecar", ...
+	faults  map[string]int
+	simTime time.Duration // simulated time the run took
+}
+
+// fault counts one fault of kind.
+func (r *simResult) fault(kind string) {
+	if r.faults == nil {
+		r.faults = map[string]int{}
+	}
+	r.faults[kind]++
+}
+
+// faultSummary lists the faults counted, by kind.
+func (r *simResult) faultSummary() string {
+	keys := make([]string, 0, len(r.faults))
+	for k := range r.faults {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, r.faults[k])
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func (r *simResult) violate(step int, format string, args ...any) {
@@ -130,7 +206,10 @@ type simWorld struct {
 	rowEpoch    int64 // epoch of the active row last seen
 	epochHolder map[int64]string
 	delivered   []simDatagram // recent datagrams, for replays
-	mu          sync.Mutex    // guards res counters the workers bump
+	mu          sync.Mutex    // guards res counters the workers bump, and reclaims
+	stall       simLive       // the stuck-lane check (sim_live_test.go)
+	reclaims    []simReclaim  // reclaims logged since the last check
+	curStep     int           // the step being taken (read by the workers, which run only inside it)
 }
 
 // newSimDB creates the file of a run, outside the bubble.
@@ -152,11 +231,18 @@ func newSimDB(t *testing.T, journal string) string {
 func runSim(t *testing.T, cfg simConfig) *simResult {
 	path := newSimDB(t, cfg.journal)
 	res := &simResult{}
+	saved := lookupProcess
+	defer func() { lookupProcess = saved }()
 	synctest.Test(t, func(t *testing.T) {
 		w := &simWorld{cfg: cfg, rng: rand.New(rand.NewSource(cfg.seed)), os: newSimOS(), path: path,
 			dsn: "file:" + path + "?_journal_mode=" + cfg.journal + "&_busy_timeout=0", res: res,
-			epochHolder: map[int64]string{}}
+			epochHolder: map[int64]string{}, stall: simLive{since: -1}}
+		lookupProcess = w.os.lookup // the pid path answers from the simulated world
 		w.steal = w.rng.Intn(2) == 0
+		if cfg.steal != 0 {
+			w.steal = cfg.steal == 1
+		}
+		began := time.Now()
 		w.linger = []time.Duration{0, 2 * time.Millisecond, 20 * time.Millisecond}[w.rng.Intn(3)]
 		res.trace = append(res.trace, fmt.Sprintf("config steal=%v linger=%v procs=%d journal=%s", w.steal, w.linger, cfg.procs, cfg.journal))
 		var err error
@@ -176,10 +262,12 @@ func runSim(t *testing.T, cfg simConfig) *simResult {
 		}
 		for step := range cfg.steps {
 			synctest.Wait()
+			w.curStep = step
 			res.trace = append(res.trace, fmt.Sprintf("%d %s", step, w.step()))
 			synctest.Wait()
 			w.check(step)
 		}
+		res.simTime = time.Since(began)
 		w.stop()
 		w.checkDB.Close()
 	})
@@ -193,15 +281,23 @@ func (w *simWorld) start(i int) error {
 	w.gens[i]++
 	id := fmt.Sprintf("sim-%d-%d", i, gen)
 	p := &simProc{idx: i, gen: gen, id: id, pid: int64(4000000 + 100*i + gen), slot: slotFor(id),
-		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{})}
+		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{}),
+		start: strconv.Itoa(1000 + 100*i + gen)}
+	if w.cfg.faults.pidns && w.rng.Intn(3) == 0 {
+		p.pidns = "other"
+	}
+	w.os.add(p)
 	w.os.mu.Lock()
 	w.os.procs[i] = p
 	w.os.mu.Unlock()
 	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL,
-		Linger: w.linger, StealAfterTTL: w.steal, Clock: p.clock}, w.os.seams(p))
+		Linger: w.linger, StealAfterTTL: w.steal, Clock: p.clock, Logger: slog.New(simLogHandler{w, p})}, w.os.seams(p))
 	if err != nil {
 		return fmt.Errorf("open %s: %v", id, err)
 	}
+	// Its pid namespace and start time, before any lane reads them (the
+	// engine's goroutines touch start only through a lane: laneState.me).
+	eng.start = simIdentity(eng.start, p.pidns, p.start)
 	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
 	p.eng = eng
 	w.wg.Add(1)
@@ -218,12 +314,14 @@ func (w *simWorld) start(i int) error {
 func (w *simWorld) startOperator() error {
 	id := "sim-operator"
 	p := &simProc{idx: w.cfg.procs, id: id, pid: 4100000, slot: slotFor(id),
-		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{})}
+		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{}), start: "999"}
 	close(p.done)
+	w.os.add(p)
 	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL, Clock: p.clock}, w.os.seams(p))
 	if err != nil {
 		return fmt.Errorf("open %s: %v", id, err)
 	}
+	eng.start = simIdentity(eng.start, "", p.start)
 	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
 	p.eng = eng
 	w.os.mu.Lock()
@@ -233,7 +331,10 @@ func (w *simWorld) startOperator() error {
 }
 
 // work is process p's writer: acquire, one to three fenced writes,
-// release, again, until p dies.
+// release, again, until p dies. With cfg.faults.workers the scheduler may cancel
+// its Acquire at any step (simWorld.cancel), and a worker whose Acquire
+// failed (cancelled, or at its wait bound) sometimes gives up: it does
+// other work for simIdle, without the lane.
 func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 	db, err := sql.Open("sqlite3", w.dsn)
 	if err != nil {
@@ -241,14 +342,30 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	ctx := context.Background()
+	busy := w.cfg.faults.workers && rng.Intn(3) == 0 // a loop of transactions
 	for {
-		time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond) // between writes
+		if busy {
+			// Its work between transactions takes a little time, as it
+			// would (were no time to pass at all, no other process's
+			// timer would ever fire while it runs).
+			time.Sleep(time.Duration(10+10*rng.Intn(10)) * time.Microsecond)
+		} else {
+			time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond) // between holds
+		}
 		if w.os.gate(p, "work/acquire") != nil {
 			return
 		}
+		ctx, cancel := context.WithCancel(context.Background())
+		w.wants(p, cancel)
 		h, err := p.eng.Acquire(ctx, "s", "l", AcquireOptions{Wait: 3 * simTTL, Require: true})
+		w.acquired(p, err == nil)
+		cancel()
 		if err != nil {
+			cancelled, unavailable := ctx.Err() != nil, errors.Is(err, ErrUnavailable)
+			if w.cfg.faults.workers && (cancelled && rng.Intn(max(w.cfg.giveUp, 2)) == 0 || unavailable && rng.Intn(4) == 0) {
+				w.givesUp(p)
+				time.Sleep(simIdle + time.Duration(rng.Int63n(int64(simIdle))))
+			}
 			continue // the next gate ends a dead process
 		}
 		for n := 1 + rng.Intn(3); n > 0; n-- {
@@ -261,8 +378,14 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			return // dead: no release
 		}
 		h.Release()
+		w.released(p)
 	}
 }
+
+// simIdle is how long, at least, a worker that gave up does other work
+// (up to twice that): longer than simStuckBound, so that a lane left
+// with a process that gave up is seen stuck.
+const simIdle = 3 * time.Second
 
 // leaseRowSQL reads the lane's active (holder, epoch) inside a statement.
 const (
@@ -436,9 +559,8 @@ func (w *simWorld) live() []*simProc {
 func (w *simWorld) step() string {
 	rng := w.rng
 	gates := w.os.runnable()
-	w.os.mu.Lock()
-	inflight := len(w.os.inflight)
-	w.os.mu.Unlock()
+	ready := w.os.deliverable(time.Now())
+	inflight := len(ready)
 	roll := rng.Intn(1000)
 	switch {
 	case roll < 5:
@@ -448,17 +570,36 @@ func (w *simWorld) step() string {
 			return s
 		}
 	case roll < 50 && w.cfg.stops:
-		return w.pause()
+		if s := w.pause(); s != "" {
+			return s
+		}
 	case roll < 55:
 		if s := w.breakLane(); s != "" {
 			return s
 		}
 	case roll < 70:
 		return w.stepClock()
-	case roll < 90:
+	case roll < 90 && !w.cfg.noForge:
 		return w.forge()
 	case roll < 250 && inflight > 0:
-		return w.deliver(inflight)
+		return w.deliver(ready)
+	case roll >= 250 && roll < 265 && w.cfg.faults.workers:
+		if s := w.cancel(w.acquiring()); s != "" {
+			return s
+		}
+	case roll >= 265 && roll < 267 && w.cfg.faults.dgrams:
+		if s := w.failRecv(); s != "" {
+			return s
+		}
+	case roll == 267 && w.cfg.faults.sidecar:
+		return w.replaceSidecar()
+	case roll >= 268 && roll < 368 && w.cfg.faults.workers:
+		// The scheduler favours the window of issue 28's first hole: a
+		// waiter gives up while a hand-off that found it waiting commits.
+		if s := w.cancel(w.os.endangered()); s != "" {
+			w.res.fault("cancel in a hand-off's window")
+			return s + " (a hand-off found it waiting)"
+		}
 	}
 	if len(gates) > 0 {
 		g := gates[rng.Intn(len(gates))]
@@ -468,6 +609,10 @@ func (w *simWorld) step() string {
 			if strings.HasSuffix(g.op, "/commit") && rng.Intn(2) == 0 {
 				inject = sqlite3.Error{Code: sqlite3.ErrIoErr}
 			}
+		}
+		if g.op == "os/probe" && w.cfg.faults.pidns && rng.Intn(8) == 0 {
+			inject = errSimUnknown // the lock cannot be tested: Unknown
+			w.res.fault("probe unknown")
 		}
 		w.os.release(g, inject)
 		if inject != nil {
@@ -483,7 +628,7 @@ func (w *simWorld) step() string {
 		return fmt.Sprintf("p%d %s", g.p.idx, g.op)
 	}
 	if inflight > 0 && roll%2 == 0 {
-		return w.deliver(inflight)
+		return w.deliver(ready)
 	}
 	// Time passes only when no process can take a step: a goroutine
 	// parked at a gate never has timers fire behind its back (which would
@@ -491,8 +636,98 @@ func (w *simWorld) step() string {
 	// engine's selects when it goes on), except in a stopped process.
 	d := []time.Duration{100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, 50 * time.Millisecond,
 		simTTL / 2, 2 * simTTL}[rng.Intn(6)]
-	time.Sleep(d)
-	return "sleep " + d.String()
+	excuse := ""
+	if w.cfg.liveness {
+		excuse = w.sleepExcuse()
+	}
+	what := "sleep " + d.String()
+	if w.cfg.faults.any() {
+		// Time stops at the first goroutine that a timer wakes.
+		if passed := w.os.sleep(d); passed < d {
+			d = passed
+			what += ", woken after " + d.String()
+		}
+	} else {
+		time.Sleep(d) // (the replays of issue 24's seeds)
+	}
+	w.slept(d, excuse)
+	switch {
+	case excuse != "" && w.stall.cur.stuck():
+		return what + " (" + excuse + ")"
+	case w.stall.stuck > 0:
+		return what + " (stuck " + w.stall.stuck.String() + ")"
+	}
+	return what
+}
+
+// acquiring lists the live processes inside Acquire.
+func (w *simWorld) acquiring() []*simProc {
+	o := w.os
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []*simProc
+	for _, p := range o.procs {
+		if p != nil && !p.dead && p.cancel != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cancel ends the Acquire in progress of one of cands (its caller's
+// context ends), wherever its claim is: at the claim transaction, while
+// it registers, while it awaits, or while it quits after its wait bound.
+func (w *simWorld) cancel(cands []*simProc) string {
+	if len(cands) == 0 {
+		return ""
+	}
+	p := cands[w.rng.Intn(len(cands))]
+	o := w.os
+	o.mu.Lock()
+	cancel := p.cancel
+	var at []string
+	for _, g := range o.parked {
+		if g.p == p {
+			at = append(at, g.op)
+		}
+	}
+	o.mu.Unlock()
+	sort.Strings(at)
+	where := "await"
+	if len(at) > 0 {
+		where = strings.Join(at, "+")
+	}
+	w.res.fault("cancel at " + where)
+	cancel()
+	return fmt.Sprintf("cancel p%d at %s", p.idx, where)
+}
+
+// failRecv makes a live process's next Recv fail. (On the code of c2e842a
+// the doorbell's receive loop then ends for good: a grant to a claim that
+// gave up is never adopted, the second half of issue 28's first hole.)
+func (w *simWorld) failRecv() string {
+	live := w.live()
+	if len(live) == 0 {
+		return ""
+	}
+	p := live[w.rng.Intn(len(live))]
+	if !w.os.failRecv(p) {
+		return ""
+	}
+	w.res.fault("recv fails")
+	return fmt.Sprintf("recv fails p%d", p.idx)
+}
+
+// replaceSidecar removes the sidecar while processes run: a process that
+// opens from now on creates and locks a new one (the next generation).
+func (w *simWorld) replaceSidecar() string {
+	o := w.os
+	o.mu.Lock()
+	o.sidecar++
+	gen := o.sidecar
+	o.mu.Unlock()
+	w.res.fault("sidecar")
+	return fmt.Sprintf("sidecar replaced: generation %d", gen)
 }
 
 func (w *simWorld) kill() string {
@@ -528,15 +763,27 @@ func (w *simWorld) restart() string {
 			w.res.violate(-1, "%v", err)
 			return "restart failed"
 		}
-		return fmt.Sprintf("restart p%d as %s", i, w.os.procs[i].id)
+		q := w.os.procs[i]
+		ns := ""
+		if q.pidns != "" {
+			ns = ", another pid namespace"
+		}
+		return fmt.Sprintf("restart p%d as %s (sidecar generation %d%s)", i, q.id, q.sidecar, ns)
 	}
 	return ""
 }
 
+// pause stops or resumes a process. With cfg.faults.workers a running process
+// is stopped only one time in three (else nothing happens), so that
+// processes spend most of the run running (a toggle alone keeps each
+// stopped half the time).
 func (w *simWorld) pause() string {
 	w.os.mu.Lock()
 	defer w.os.mu.Unlock()
 	p := w.os.procs[w.rng.Intn(len(w.os.procs))]
+	if w.cfg.faults.workers && !p.paused && w.rng.Intn(3) != 0 {
+		return ""
+	}
 	p.paused = !p.paused
 	if p.paused {
 		return fmt.Sprintf("stop p%d", p.idx)
@@ -572,26 +819,42 @@ func (w *simWorld) stepClock() string {
 	return fmt.Sprintf("clock p%d %+v", p.idx, d)
 }
 
-// deliver delivers, loses or duplicates a datagram in flight.
-func (w *simWorld) deliver(n int) string {
-	i := w.rng.Intn(n)
+// deliver delivers, loses, duplicates or delays one of the datagrams in
+// flight that are not held back (ready, oldest first). Any of them may be
+// delivered, a later one before an earlier one (a reorder).
+func (w *simWorld) deliver(ready []int) string {
+	k := w.rng.Intn(len(ready))
+	i := ready[k]
+	lose := max(w.cfg.lose, 1) // in 20
 	switch r := w.rng.Intn(20); {
-	case r == 0:
+	case r < lose:
 		d := w.os.deliver(i, true)
-		return fmt.Sprintf("lose %c %s->%s", d.msg[0], d.from, d.to)
-	case r == 1:
+		w.res.fault(fmt.Sprintf("lose %c", d.kind()))
+		return fmt.Sprintf("lose %c %s->%s", d.kind(), d.from, d.to)
+	case r == lose:
 		w.os.mu.Lock()
 		d := w.os.inflight[i]
 		w.os.mu.Unlock()
 		w.os.inject(d.from, d.to, d.msg)
-		return fmt.Sprintf("duplicate %c %s->%s", d.msg[0], d.from, d.to)
+		w.res.fault(fmt.Sprintf("duplicate %c", d.kind()))
+		return fmt.Sprintf("duplicate %c %s->%s", d.kind(), d.from, d.to)
+	case r <= lose+2 && w.cfg.faults.dgrams:
+		by := []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, simTTL}[w.rng.Intn(4)]
+		d := w.os.delay(i, time.Now().Add(by))
+		w.res.fault(fmt.Sprintf("delay %c", d.kind()))
+		return fmt.Sprintf("delay %c %s->%s by %v", d.kind(), d.from, d.to, by)
 	}
 	d := w.os.deliver(i, false)
 	w.delivered = append(w.delivered, d)
 	if len(w.delivered) > 16 {
 		w.delivered = w.delivered[1:]
 	}
-	return fmt.Sprintf("deliver %c %s->%s", d.msg[0], d.from, d.to)
+	verb := "deliver"
+	if k > 0 {
+		verb = "reorder" // delivered before an earlier one
+		w.res.fault(fmt.Sprintf("reorder %c", d.kind()))
+	}
+	return fmt.Sprintf("%s %c %s->%s", verb, d.kind(), d.from, d.to)
 }
 
 // forge puts in flight a datagram nobody sent: a grant, a request to
@@ -620,7 +883,7 @@ func (w *simWorld) forge() string {
 		}
 		d := w.delivered[w.rng.Intn(len(w.delivered))]
 		w.os.inject(d.from, d.to, d.msg)
-		return fmt.Sprintf("replay %c %s->%s", d.msg[0], d.from, d.to)
+		return fmt.Sprintf("replay %c %s->%s", d.kind(), d.from, d.to)
 	}
 	w.os.inject("forger", to.id, msg)
 	return fmt.Sprintf("forge %s -> %s", what, to.id)
@@ -628,6 +891,7 @@ func (w *simWorld) forge() string {
 
 // check verifies the invariants after a step.
 func (w *simWorld) check(step int) {
+	w.checkRobbed(step)
 	ctx := context.Background()
 	rows, err := w.checkDB.QueryContext(ctx, `SELECT id, holder, epoch, coalesce(begin_holder, ''), coalesce(begin_epoch, 0),
 		coalesce(commit_holder, ''), coalesce(commit_epoch, 0) FROM sim_writes WHERE id > ? ORDER BY id`, w.lastWrite)
@@ -665,16 +929,19 @@ func (w *simWorld) check(step int) {
 		w.skipOrFail(step, err)
 		return
 	}
-	var holder string
-	var epoch int64
-	err = w.checkDB.QueryRowContext(ctx, `SELECT holder_id, epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1`).Scan(&holder, &epoch)
+	var r simRow
+	err = w.checkDB.QueryRowContext(ctx, `SELECT holder_id, epoch, heartbeat_at, ttl_ms, coalesce(holder_start, '')
+		FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1`).Scan(&r.holder, &r.epoch, &r.heartbeat, &r.ttl, &r.start)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		w.checkLive(step, nil)
 		return
 	case err != nil:
 		w.skipOrFail(step, err)
 		return
 	}
+	w.checkLive(step, &r)
+	holder, epoch := r.holder, r.epoch
 	if epoch < w.rowEpoch {
 		w.res.violate(step, "the active row's epoch went back from %d to %d", w.rowEpoch, epoch)
 	}
@@ -695,6 +962,7 @@ func (w *simWorld) check(step int) {
 // skipOrFail counts a check skipped because the file was busy (a
 // rollback journal being written), and records any other error.
 func (w *simWorld) skipOrFail(step int, err error) {
+	w.unknownState()
 	if isBusy(err) {
 		w.res.skipped++
 		return
@@ -719,6 +987,46 @@ func (w *simWorld) stop() {
 	}
 	w.wg.Wait()
 }
+
+// traceTail is the trace's last n lines up to and including step's
+// (all of it when step is negative), for a report.
+func (r *simResult) traceTail(step, n int) string {
+	end := len(r.trace)
+	if step >= 0 {
+		for i, line := range r.trace {
+			if strings.HasPrefix(line, strconv.Itoa(step)+" ") {
+				end = i + 1
+			}
+		}
+	}
+	for end < len(r.trace) && !startsWithStep(r.trace[end]) { // the step's checks' own lines
+		end++
+	}
+	return strings.Join(r.trace[max(0, end-n):end], "\n")
+}
+
+// startsWithStep reports whether a trace line is a step's (not a note).
+func startsWithStep(line string) bool {
+	i := strings.IndexByte(line, ' ')
+	_, err := strconv.Atoi(line[:max(i, 0)])
+	return i > 0 && err == nil
+}
+
+// firstViolationStep is the step of the result's first violation (-1: none).
+func (r *simResult) firstViolationStep() int {
+	if len(r.violations) == 0 {
+		return -1
+	}
+	var n int
+	if _, err := fmt.Sscanf(r.violations[0], "step %d:", &n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// simTraceLines is how many trace lines a failing run shows
+// (CLEOLEASE_SIM_TRACE).
+func simTraceLines(t *testing.T) int { return simEnvInt(t, "CLEOLEASE_SIM_TRACE", 40) }
 
 // simEnvInt reads a positive integer from the environment, or def.
 func simEnvInt(t *testing.T, name string, def int) int {
@@ -754,15 +1062,21 @@ func TestSimulation(t *testing.T) {
 		for seed := range int64(seeds) {
 			t.Run(fmt.Sprintf("%s/seed%d", journal, seed), func(t *testing.T) {
 				start := time.Now()
-				res := runSim(t, simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: recommit})
+				cfg := simFull(seed, steps, journal)
+				cfg.recommit = recommit
+				res := runSim(t, cfg)
 				el := time.Since(start)
-				t.Logf("%d steps in %v (%.0f steps/s): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy), %d hand-offs inside a commit",
-					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped, res.passed)
+				t.Logf("%d steps in %v (%.0f steps/s, %v simulated): %d commits, %d fenced, %d kills, %d breaks, %d rows moved inside a transaction, %d self-changes, %d checks skipped (busy), %d hand-offs inside a commit",
+					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.simTime.Round(time.Millisecond), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped, res.passed)
+				t.Logf("faults: %s", res.faultSummary())
 				e := res.engines
 				t.Logf("engines: grants=%d claims=%d handoffs=%d unavailable=%d lost=%d fenced=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d breaks=%d",
 					e.Grants, e.Claims, e.Handoffs, e.Unavailable, e.Lost, e.Fenced, e.ReclaimDead, e.ReclaimTTL, e.DeadWaiters, e.Breaks)
 				for _, v := range res.violations {
 					t.Error(v)
+				}
+				if len(res.violations) > 0 {
+					t.Logf("the trace up to the first violation:\n%s", res.traceTail(res.firstViolationStep(), simTraceLines(t)))
 				}
 				if res.commits == 0 {
 					t.Errorf("no write committed in %d steps: the simulation exercised nothing", steps)
@@ -788,7 +1102,7 @@ func TestSimulationDeterministic(t *testing.T) {
 		seeds = []int64{int64(simEnvInt(t, "CLEOLEASE_SIM_DET_SEED", 1))}
 	}
 	for _, seed := range seeds {
-		cfg := simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL"}
+		cfg := simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", faults: simAllFaults, liveness: true}
 		a := runSim(t, cfg)
 		b := runSim(t, cfg)
 		for i := range min(len(a.trace), len(b.trace)) {
