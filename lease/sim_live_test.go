@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -82,7 +83,7 @@ const simUnawareBound = 2 * time.Second
 // simStarveBound is how long (simulated time, excused windows left out)
 // a process may wait inside Acquire while others hold the lane (see
 // above).
-const simStarveBound = 2 * time.Second
+const simStarveBound = time.Second
 
 // simStarveHolds is how many holds other processes must begin during a
 // wait that passes simStarveBound for the checker to call it starvation
@@ -100,8 +101,10 @@ const (
 // simStarve is one process's current wait, for the starvation check.
 type simStarve struct {
 	step     int           // the step its wait began
-	holds    int           // holds other processes began since, while it was inside Acquire and not stopped
 	waited   time.Duration // simulated time it waited, inside Acquire, not stopped and not excused
+	call     time.Duration // the part of waited in its current Acquire call
+	holds    int           // holds other processes began since, while it was inside Acquire and not stopped
+	last     *simProc      // the process that began the last of them
 	reported bool
 }
 
@@ -237,34 +240,51 @@ func (w *simWorld) writeLocked() bool {
 	return false
 }
 
-// sleepExcuse is why time may pass now without counting towards a stuck
-// lane or a waiter's starvation ("": it counts): the last check's
-// excuse, every waiter stopped, or SQLite's write lock held by a stopped
-// process.
-func (w *simWorld) sleepExcuse() string {
+// simExcuse is why a sleep about to begin does not count: towards a
+// stuck lane and the waits inside Acquire (lane), and towards an unaware
+// holder (unaware); "": it counts.
+type simExcuse struct{ lane, unaware string }
+
+// sleepExcuse is why the sleep about to begin does not count: the last
+// check's excuse, every waiter stopped, the unaware holder stopped, or
+// SQLite's write lock held (by a stopped process: at a sleep no other
+// process has a step to take), which every writer, and the settle of a
+// grant made too late, waits for.
+func (w *simWorld) sleepExcuse() simExcuse {
 	s := w.stall.cur
+	locked := sync.OnceValue(w.writeLocked)
+	const lock = "a stopped process holds the write lock"
+	var ex simExcuse
 	switch {
-	case !s.wanted || s.excuse != "":
-		return s.excuse
+	case !s.wanted:
+	case s.excuse != "":
+		ex.lane = s.excuse
 	case s.allStopped:
-		return "every waiter stopped"
-	case w.writeLocked():
-		return "a stopped process holds the write lock"
+		ex.lane = "every waiter stopped"
+	case locked():
+		ex.lane = lock
 	}
-	return ""
+	switch {
+	case !s.unaware:
+	case s.unawareStopped:
+		ex.unaware = "the unaware holder is stopped"
+	case locked():
+		ex.unaware = lock
+	}
+	return ex
 }
 
 // slept counts a sleep of d, begun with excuse, towards a stuck lane, an
 // unaware holder and the waits of the processes inside Acquire.
-func (w *simWorld) slept(d time.Duration, excuse string) {
+func (w *simWorld) slept(d time.Duration, ex simExcuse) {
 	s := w.stall.cur
-	if s.stuck() && excuse == "" {
+	if s.stuck() && ex.lane == "" {
 		w.stall.stuck += d
 	}
-	if s.known && s.unaware && !s.unawareStopped {
+	if s.known && s.unaware && ex.unaware == "" {
 		w.stall.unaware += d
 	}
-	if !s.known || excuse != "" {
+	if !s.known || ex.lane != "" {
 		return
 	}
 	w.os.mu.Lock()
@@ -272,6 +292,7 @@ func (w *simWorld) slept(d time.Duration, excuse string) {
 	for _, p := range w.os.procs {
 		if p != nil && !p.dead && p.cancel != nil && !p.paused {
 			p.starve.waited += d
+			p.starve.call += d
 		}
 	}
 }
@@ -287,7 +308,7 @@ func (w *simWorld) checkLive(step int, r *simRow) {
 	w.stall.cur = s
 	switch {
 	case s.unaware && !prev.unaware:
-		w.res.fault("unaware holder")
+		w.fault("unaware holder")
 		w.res.trace = append(w.res.trace, "unaware holder: the row is "+s.row+", wanted by "+s.waiters)
 		w.stall.unaware, w.stall.unawareSince, w.stall.unawareReported = 0, step, false
 	case !s.unaware && prev.unaware:
@@ -332,10 +353,14 @@ func (w *simWorld) acquired(p *simProc, ok bool) {
 		return
 	}
 	p.wanting, p.holding = false, true
+	if p.starve.waited > simStarveBound/8 {
+		w.note(fmt.Sprintf("%v waited %v (since step %d; %d holds of others)", p, p.starve.waited, p.starve.step, p.starve.holds))
+	}
 	p.starve = simStarve{}
 	for _, q := range o.procs {
 		if q != nil && q != p && !q.dead && q.cancel != nil && !q.paused {
-			q.starve.holds++ // (only while it is inside Acquire and not stopped)
+			q.starve.holds++
+			q.starve.last = p
 		}
 	}
 }
@@ -350,8 +375,8 @@ func (w *simWorld) checkStarved(step int) {
 		}
 		if q.starve.waited > simStarveBound && q.starve.holds >= simStarveHolds {
 			q.starve.reported = true
-			w.res.violate(step, "%s: %v has waited %v of simulated time since step %d, while other processes began %d holds",
-				simStarved, q, q.starve.waited, q.starve.step, q.starve.holds)
+			w.res.violate(step, "%s: %v (sidecar generation %d) has waited %v of simulated time since step %d, while other processes began %d holds, the last by %v (generation %d)",
+				simStarved, q, q.sidecar, q.starve.waited, q.starve.step, q.starve.holds, q.starve.last, q.starve.last.sidecar)
 		}
 	}
 }
@@ -364,6 +389,7 @@ func (w *simWorld) wants(p *simProc, cancel context.CancelFunc) {
 	if !p.wanting {
 		p.starve = simStarve{step: w.curStep}
 	}
+	p.starve.call = 0
 	p.wanting, p.cancel = true, cancel
 }
 

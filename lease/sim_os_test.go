@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -61,6 +62,8 @@ type simProc struct {
 	slot     int64
 	sidecar  int    // the sidecar generation its locks are on
 	pidns    string // "": the test process's pid namespace; else another one
+	busy     bool   // its worker writes in a tight loop (no pause between holds)
+	slow     bool   // its worker's holds take 5 to 30 ms
 	start    string // its start time, as its holder_start records it
 	dead     bool   // killed (or the run is over): every gate fails
 	paused   bool   // stopped: its gates are not released
@@ -76,10 +79,13 @@ type simProc struct {
 	// found is the waiter whose want byte this process's engine last found
 	// held (Wants), until a commit of its passes: the waiter a hand-off
 	// in progress may be granting the lane to (see simOS.endangered).
-	found   *simProc
-	wanting bool      // inside Acquire, or between its retries
-	holding bool      // between Acquire's return and Release
-	starve  simStarve // its current wait, while wanting
+	found *simProc
+	// endangered: its Acquire was cancelled while a hand-off that found
+	// it waiting was about to commit (simWorld.cancel).
+	endangered bool
+	wanting    bool      // inside Acquire, or between its retries
+	holding    bool      // between Acquire's return and Release
+	starve     simStarve // its current wait, while wanting
 }
 
 // simOS is the shared state of the simulated processes' OS: who holds
@@ -100,6 +106,9 @@ type simOS struct {
 	inflight []simDatagram
 	dgSeq    int64
 	arrived  chan struct{} // a goroutine of a running process parked at a gate
+	// exitWatches are the exit watches (watchExit) by pid, each by its id.
+	exitWatches map[int64]map[int64]func()
+	watchSeq    int64
 }
 
 // simWant is one want byte: a slot of a lane's want region (base) in one
@@ -127,7 +136,7 @@ func (d simDatagram) kind() byte {
 
 func newSimOS() *simOS {
 	return &simOS{wants: map[simWant]bool{}, tickets: map[int]int64{}, everyone: map[string]*simProc{}, byPID: map[int64]*simProc{},
-		arrived: make(chan struct{}, 1)}
+		arrived: make(chan struct{}, 1), exitWatches: map[int64]map[int64]func(){}}
 }
 
 // add records a new process (a new generation of a worker's process, or
@@ -303,9 +312,15 @@ func (o *simOS) kill(p *simProc) {
 		p.closed = true
 		close(p.inbox)
 	}
+	watches := o.exitWatches[p.pid]
+	delete(o.exitWatches, p.pid)
+	ids := slices.Sorted(maps.Keys(watches))
 	o.mu.Unlock()
 	for _, g := range mine {
 		g.resume <- errSimKilled
+	}
+	for _, id := range ids {
+		watches[id]() // (in watch order: the seed replays)
 	}
 }
 
@@ -420,8 +435,34 @@ func (o *simOS) seams(p *simProc) osSeams {
 			return &simBell{o: o, p: p}, nil
 		},
 		watchFiles: func(string, string, func()) (platform.FileWatch, error) { return nil, platform.ErrUnsupported },
-		watchExit:  func(int64, func()) (func(), error) { return nil, platform.ErrUnsupported },
+		watchExit:  o.watchExit,
 	}
+}
+
+// watchExit is platform.WatchExit in the simulated world: exited is
+// called when the process of pid is killed (at once if it is gone), until
+// stop is called. (Without an exit watch, a waiter registered with a
+// holder would poll every fallbackPoll instead of registeredPoll.)
+func (o *simOS) watchExit(pid int64, exited func()) (stop func(), err error) {
+	o.mu.Lock()
+	q := o.byPID[pid]
+	if q == nil || q.dead {
+		o.mu.Unlock()
+		exited()
+		return func() {}, nil
+	}
+	o.watchSeq++
+	id := o.watchSeq
+	if o.exitWatches[pid] == nil {
+		o.exitWatches[pid] = map[int64]func(){}
+	}
+	o.exitWatches[pid][id] = exited
+	o.mu.Unlock()
+	return func() {
+		o.mu.Lock()
+		delete(o.exitWatches[pid], id)
+		o.mu.Unlock()
+	}, nil
 }
 
 // simLocks is platform.Locks for process p: a lock is held while its
@@ -576,6 +617,21 @@ func (b *simBell) Close() error {
 
 // String names p in traces and violations.
 func (p *simProc) String() string { return fmt.Sprintf("p%d (%s)", p.idx, p.id) }
+
+// describe is p as a start or restart shows it in the trace.
+func (p *simProc) describe() string {
+	s := fmt.Sprintf("p%d as %s (sidecar generation %d", p.idx, p.id, p.sidecar)
+	if p.pidns != "" {
+		s += ", another pid namespace"
+	}
+	if p.busy {
+		s += ", busy"
+	}
+	if p.slow {
+		s += ", slow"
+	}
+	return s + ")"
+}
 
 // simClock is a process's wall clock: the simulation's time plus a skew
 // the scheduler steps.

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -99,24 +100,39 @@ type simConfig struct {
 	// steal forces StealAfterTTL on (1) or off (2); 0: the seed chooses.
 	steal int
 	// lose is how many datagrams in 20 that the scheduler takes out of
-	// flight it loses (0: 1, a twentieth).
-	lose int
+	// flight it loses (0: 1, a twentieth; -1: none): of the datagrams of
+	// kind loseKind (their first byte) if it is not 0, a twentieth of
+	// the others.
+	lose     int
+	loseKind byte
+	// kill is how many steps in 1000 kill a process (0: 5; at most 5;
+	// -1: none).
+	kill int
+	// loaded: with faults.workers, every worker is busy and slow (a
+	// loaded service: long transactions, back to back).
+	loaded bool
+	// noBreak: the operator never breaks the lane (a Break frees a lane
+	// that a holder which does not see its waiters would keep).
+	noBreak bool
 	// noForge: no datagram is forged (a forged grant makes a process
 	// adopt a lane the table says it holds, which would hide a grant its
 	// claim never learned of).
 	noForge bool
-	// giveUp: a worker whose Acquire was cancelled gives up for a while
-	// (simIdle) one time in giveUp (0: 2, every other time); one whose
-	// Acquire failed at its wait bound, one time in four.
+	// giveUp: a worker whose Acquire was cancelled in a hand-off's
+	// window (simWorld.cancel) gives up for a while (simIdle) one time in
+	// giveUp (0: 2, every other time); one whose Acquire was cancelled
+	// elsewhere, or failed at its wait bound, one time in four.
 	giveUp int
 }
 
 // simFaults are the families of faults of issue 28 a run injects.
 type simFaults struct {
-	// workers: the scheduler cancels Acquires at any step (the caller's
-	// context ends); a worker whose Acquire failed sometimes gives up for
-	// a while (simIdle); some workers write in a tight loop, with no
-	// pause between holds (busy); stops are shorter.
+	// cancels: the scheduler cancels Acquires at any step (the caller's
+	// context ends), and a worker whose Acquire failed sometimes gives up
+	// for a while (simWorld.cancel).
+	cancels bool
+	// workers: some workers write in a tight loop, with no pause between
+	// holds (busy), and some hold the lane longer, 5 to 30 ms (slow).
 	workers bool
 	// dgrams: datagrams are delayed (held back while other steps run and
 	// time passes; reordered, lost and duplicated ones are the
@@ -130,16 +146,58 @@ type simFaults struct {
 	pidns bool
 }
 
-// any reports whether any family is on.
-func (f simFaults) any() bool { return f.workers || f.dgrams || f.sidecar || f.pidns }
+// any reports whether any family is on. (Then a running process is
+// stopped less often, and the scheduler's sleeps end at the first timer:
+// see pause and simOS.sleep.)
+func (f simFaults) any() bool { return f.cancels || f.workers || f.dgrams || f.sidecar || f.pidns }
 
 // simAllFaults is every family of faults.
-var simAllFaults = simFaults{workers: true, dgrams: true, sidecar: true, pidns: true}
+var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true}
 
 // simFull is the configuration TestSimulation runs: every fault, every
 // check.
 func simFull(seed int64, steps int, journal string) simConfig {
 	return simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: true, faults: simAllFaults, liveness: true}
+}
+
+// The configurations of the seeded-revert tests of issue 28
+// (sim_bug_*_test.go): each turns on the faults that reach its hole and
+// leaves out the events that would end what the hole leaves behind
+// before the checks see it (a Break or a TTL steal frees any lane, a
+// killed process's lane is reclaimed, and a stop excuses what it
+// blocks). Each must run clean without its seeded revert: the fixed
+// code survives them.
+
+// simLateGrant reaches the grant written for a waiter that was giving up
+// (item 1): waiters cancelled (and a waiter cancelled in a hand-off's
+// window always gives up for a while), half the grant datagrams lost,
+// receive loops that fail, no forged datagram (a forged grant makes a
+// process adopt the lane). The unaware-holder check finds what it
+// leaves.
+func simLateGrant(seed int64, steps int) simConfig {
+	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", recommit: true, liveness: true,
+		faults: simFaults{cancels: true, workers: true, dgrams: true},
+		steal:  2, lose: 10, loseKind: 'g', giveUp: 1, kill: 1, noBreak: true, noForge: true}
+}
+
+// simSidecar reaches the sidecar replaced while processes run (item 2):
+// processes restarted after a replacement lock the new one, and workers
+// that write long transactions back to back never leave the lane idle
+// for Linger. No datagram is lost (a lost registration starves a waiter
+// by itself: see claimRun.progressed). The starvation check finds what it
+// leaves.
+func simSidecar(seed int64, steps int) simConfig {
+	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", recommit: true, liveness: true,
+		faults: simFaults{workers: true, sidecar: true}, loaded: true,
+		steal:  2, lose: -1, kill: 2, noBreak: true}
+}
+
+// simPidns reaches a live holder of another pid namespace whose lock
+// cannot be tested (item 3): processes in another namespace, probes that
+// answer Unknown. The robbery check finds what it leaves, at once.
+func simPidns(seed int64, steps int) simConfig {
+	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", stops: true, recommit: true, liveness: true,
+		faults: simFaults{pidns: true}}
 }
 
 // simResult is what a run found.
@@ -256,6 +314,7 @@ func runSim(t *testing.T, cfg simConfig) *simResult {
 			if err := w.start(i); err != nil {
 				t.Fatal(err)
 			}
+			w.note("start " + w.os.procs[i].describe())
 		}
 		if err := w.startOperator(); err != nil {
 			t.Fatal(err)
@@ -263,7 +322,8 @@ func runSim(t *testing.T, cfg simConfig) *simResult {
 		for step := range cfg.steps {
 			synctest.Wait()
 			w.curStep = step
-			res.trace = append(res.trace, fmt.Sprintf("%d %s", step, w.step()))
+			what := w.step()
+			w.note(fmt.Sprintf("%d %s", step, what))
 			synctest.Wait()
 			w.check(step)
 		}
@@ -286,6 +346,8 @@ func (w *simWorld) start(i int) error {
 	if w.cfg.faults.pidns && w.rng.Intn(3) == 0 {
 		p.pidns = "other"
 	}
+	p.busy = w.cfg.faults.workers && (w.cfg.loaded || w.rng.Intn(3) == 0)
+	p.slow = w.cfg.faults.workers && (w.cfg.loaded || w.rng.Intn(3) == 0)
 	w.os.add(p)
 	w.os.mu.Lock()
 	w.os.procs[i] = p
@@ -331,7 +393,7 @@ func (w *simWorld) startOperator() error {
 }
 
 // work is process p's writer: acquire, one to three fenced writes,
-// release, again, until p dies. With cfg.faults.workers the scheduler may cancel
+// release, again, until p dies. With cfg.faults.cancels the scheduler may cancel
 // its Acquire at any step (simWorld.cancel), and a worker whose Acquire
 // failed (cancelled, or at its wait bound) sometimes gives up: it does
 // other work for simIdle, without the lane.
@@ -342,9 +404,8 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	busy := w.cfg.faults.workers && rng.Intn(3) == 0 // a loop of transactions
 	for {
-		if busy {
+		if p.busy {
 			// Its work between transactions takes a little time, as it
 			// would (were no time to pass at all, no other process's
 			// timer would ever fire while it runs).
@@ -362,9 +423,22 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 		cancel()
 		if err != nil {
 			cancelled, unavailable := ctx.Err() != nil, errors.Is(err, ErrUnavailable)
-			if w.cfg.faults.workers && (cancelled && rng.Intn(max(w.cfg.giveUp, 2)) == 0 || unavailable && rng.Intn(4) == 0) {
+			// It may give up: for long after a cancel in a hand-off's
+			// window (simWorld.cancel), for a moment otherwise.
+			w.os.mu.Lock()
+			endangered := p.endangered
+			p.endangered = false
+			w.os.mu.Unlock()
+			giveUp, idle := 4, simPause+time.Duration(rng.Int63n(int64(4*simPause)))
+			if endangered {
+				giveUp, idle = cmp.Or(w.cfg.giveUp, 2), simIdle+time.Duration(rng.Int63n(int64(simIdle)))
+			}
+			if w.cfg.faults.cancels && (cancelled || unavailable) && rng.Intn(giveUp) == 0 {
 				w.givesUp(p)
-				time.Sleep(simIdle + time.Duration(rng.Int63n(int64(simIdle))))
+				if endangered {
+					w.fault("gives up for long")
+				}
+				time.Sleep(idle)
 			}
 			continue // the next gate ends a dead process
 		}
@@ -373,7 +447,11 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 				break
 			}
 		}
-		time.Sleep(time.Duration(rng.Intn(3)) * time.Millisecond) // the rest of the hold
+		rest := time.Duration(rng.Intn(3)) * time.Millisecond // the rest of the hold
+		if p.slow {
+			rest = time.Duration(5+rng.Intn(26)) * time.Millisecond
+		}
+		time.Sleep(rest)
 		if w.os.gate(p, "work/release") != nil {
 			return // dead: no release
 		}
@@ -382,10 +460,15 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 	}
 }
 
-// simIdle is how long, at least, a worker that gave up does other work
-// (up to twice that): longer than simStuckBound, so that a lane left
-// with a process that gave up is seen stuck.
-const simIdle = 3 * time.Second
+// simIdle is how long, at least, a worker that gave up after a cancel in
+// a hand-off's window does other work (up to twice that): longer than
+// simUnawareBound, so that a lane granted to it too late is seen left
+// with a process unaware of it; simPause is how long, at least, one that
+// gave up otherwise does (up to five times that).
+const (
+	simIdle  = 5 * time.Second / 2
+	simPause = 200 * time.Millisecond
+)
 
 // leaseRowSQL reads the lane's active (holder, epoch) inside a statement.
 const (
@@ -536,6 +619,20 @@ func (w *simWorld) closeEngine(p *simProc) {
 	e.Breaks += st.Breaks
 }
 
+// note adds a line to the trace, from any goroutine.
+func (w *simWorld) note(line string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.res.trace = append(w.res.trace, line)
+}
+
+// fault counts one fault of kind (simResult.fault), from any goroutine.
+func (w *simWorld) fault(kind string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.res.fault(kind)
+}
+
 func (w *simWorld) count(n *int) {
 	w.mu.Lock()
 	*n++
@@ -563,28 +660,30 @@ func (w *simWorld) step() string {
 	inflight := len(ready)
 	roll := rng.Intn(1000)
 	switch {
-	case roll < 5:
+	// Each kind of step has its own range of rolls: a kind turned off
+	// leaves its range to the gates, not to the next kind.
+	case roll < w.kills():
 		return w.kill()
-	case roll < 30:
+	case roll >= 5 && roll < 30:
 		if s := w.restart(); s != "" {
 			return s
 		}
-	case roll < 50 && w.cfg.stops:
+	case roll >= 30 && roll < 50 && w.cfg.stops:
 		if s := w.pause(); s != "" {
 			return s
 		}
-	case roll < 55:
+	case roll >= 50 && roll < 55 && !w.cfg.noBreak:
 		if s := w.breakLane(); s != "" {
 			return s
 		}
-	case roll < 70:
+	case roll >= 55 && roll < 70:
 		return w.stepClock()
-	case roll < 90 && !w.cfg.noForge:
+	case roll >= 70 && roll < 90 && !w.cfg.noForge:
 		return w.forge()
-	case roll < 250 && inflight > 0:
+	case roll >= 90 && roll < 250 && inflight > 0:
 		return w.deliver(ready)
-	case roll >= 250 && roll < 265 && w.cfg.faults.workers:
-		if s := w.cancel(w.acquiring()); s != "" {
+	case roll >= 250 && roll < 253 && w.cfg.faults.cancels:
+		if s := w.cancel(w.acquiring(), false); s != "" {
 			return s
 		}
 	case roll >= 265 && roll < 267 && w.cfg.faults.dgrams:
@@ -593,11 +692,11 @@ func (w *simWorld) step() string {
 		}
 	case roll == 267 && w.cfg.faults.sidecar:
 		return w.replaceSidecar()
-	case roll >= 268 && roll < 368 && w.cfg.faults.workers:
+	case roll >= 268 && roll < 368 && w.cfg.faults.cancels:
 		// The scheduler favours the window of issue 28's first hole: a
 		// waiter gives up while a hand-off that found it waiting commits.
-		if s := w.cancel(w.os.endangered()); s != "" {
-			w.res.fault("cancel in a hand-off's window")
+		if s := w.cancel(w.os.endangered(), true); s != "" {
+			w.fault("cancel in a hand-off's window")
 			return s + " (a hand-off found it waiting)"
 		}
 	}
@@ -612,7 +711,7 @@ func (w *simWorld) step() string {
 		}
 		if g.op == "os/probe" && w.cfg.faults.pidns && rng.Intn(8) == 0 {
 			inject = errSimUnknown // the lock cannot be tested: Unknown
-			w.res.fault("probe unknown")
+			w.fault("probe unknown")
 		}
 		w.os.release(g, inject)
 		if inject != nil {
@@ -636,7 +735,7 @@ func (w *simWorld) step() string {
 	// engine's selects when it goes on), except in a stopped process.
 	d := []time.Duration{100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, 50 * time.Millisecond,
 		simTTL / 2, 2 * simTTL}[rng.Intn(6)]
-	excuse := ""
+	var excuse simExcuse
 	if w.cfg.liveness {
 		excuse = w.sleepExcuse()
 	}
@@ -652,8 +751,8 @@ func (w *simWorld) step() string {
 	}
 	w.slept(d, excuse)
 	switch {
-	case excuse != "" && w.stall.cur.stuck():
-		return what + " (" + excuse + ")"
+	case excuse.lane != "" && w.stall.cur.stuck():
+		return what + " (" + excuse.lane + ")"
 	case w.stall.stuck > 0:
 		return what + " (stuck " + w.stall.stuck.String() + ")"
 	}
@@ -677,13 +776,17 @@ func (w *simWorld) acquiring() []*simProc {
 // cancel ends the Acquire in progress of one of cands (its caller's
 // context ends), wherever its claim is: at the claim transaction, while
 // it registers, while it awaits, or while it quits after its wait bound.
-func (w *simWorld) cancel(cands []*simProc) string {
+// A worker whose Acquire was cancelled gives up for a while one time in
+// four, or, when endangered (a hand-off found it waiting), one time in
+// cfg.giveUp.
+func (w *simWorld) cancel(cands []*simProc, endangered bool) string {
 	if len(cands) == 0 {
 		return ""
 	}
 	p := cands[w.rng.Intn(len(cands))]
 	o := w.os
 	o.mu.Lock()
+	p.endangered = endangered
 	cancel := p.cancel
 	var at []string
 	for _, g := range o.parked {
@@ -697,7 +800,7 @@ func (w *simWorld) cancel(cands []*simProc) string {
 	if len(at) > 0 {
 		where = strings.Join(at, "+")
 	}
-	w.res.fault("cancel at " + where)
+	w.fault("cancel at " + where)
 	cancel()
 	return fmt.Sprintf("cancel p%d at %s", p.idx, where)
 }
@@ -714,7 +817,7 @@ func (w *simWorld) failRecv() string {
 	if !w.os.failRecv(p) {
 		return ""
 	}
-	w.res.fault("recv fails")
+	w.fault("recv fails")
 	return fmt.Sprintf("recv fails p%d", p.idx)
 }
 
@@ -726,8 +829,19 @@ func (w *simWorld) replaceSidecar() string {
 	o.sidecar++
 	gen := o.sidecar
 	o.mu.Unlock()
-	w.res.fault("sidecar")
+	w.fault("sidecar")
 	return fmt.Sprintf("sidecar replaced: generation %d", gen)
+}
+
+// kills is how many steps in 1000 kill a process (cfg.kill).
+func (w *simWorld) kills() int {
+	switch {
+	case w.cfg.kill < 0:
+		return 0
+	case w.cfg.kill == 0:
+		return 5
+	}
+	return min(w.cfg.kill, 5)
 }
 
 func (w *simWorld) kill() string {
@@ -757,23 +871,23 @@ func (w *simWorld) restart() string {
 		select {
 		case <-p.done:
 		default:
-			continue
+			// Its worker has not met a gate since (with cfg.faults.cancels
+			// it may sleep for seconds, having given up; it ends at its
+			// next gate): the process is gone all the same.
+			if !w.cfg.faults.cancels {
+				continue
+			}
 		}
 		if err := w.start(i); err != nil {
 			w.res.violate(-1, "%v", err)
 			return "restart failed"
 		}
-		q := w.os.procs[i]
-		ns := ""
-		if q.pidns != "" {
-			ns = ", another pid namespace"
-		}
-		return fmt.Sprintf("restart p%d as %s (sidecar generation %d%s)", i, q.id, q.sidecar, ns)
+		return "restart " + w.os.procs[i].describe()
 	}
 	return ""
 }
 
-// pause stops or resumes a process. With cfg.faults.workers a running process
+// pause stops or resumes a process. With any cfg.faults a running process
 // is stopped only one time in three (else nothing happens), so that
 // processes spend most of the run running (a toggle alone keeps each
 // stopped half the time).
@@ -781,7 +895,7 @@ func (w *simWorld) pause() string {
 	w.os.mu.Lock()
 	defer w.os.mu.Unlock()
 	p := w.os.procs[w.rng.Intn(len(w.os.procs))]
-	if w.cfg.faults.workers && !p.paused && w.rng.Intn(3) != 0 {
+	if w.cfg.faults.any() && !p.paused && w.rng.Intn(3) != 0 {
 		return ""
 	}
 	p.paused = !p.paused
@@ -825,23 +939,32 @@ func (w *simWorld) stepClock() string {
 func (w *simWorld) deliver(ready []int) string {
 	k := w.rng.Intn(len(ready))
 	i := ready[k]
-	lose := max(w.cfg.lose, 1) // in 20
+	w.os.mu.Lock()
+	kind := w.os.inflight[i].kind()
+	w.os.mu.Unlock()
+	lose := w.cfg.lose // in 20
+	switch {
+	case lose == 0 || w.cfg.loseKind != 0 && kind != w.cfg.loseKind:
+		lose = 1
+	case lose < 0:
+		lose = 0
+	}
 	switch r := w.rng.Intn(20); {
 	case r < lose:
 		d := w.os.deliver(i, true)
-		w.res.fault(fmt.Sprintf("lose %c", d.kind()))
+		w.fault(fmt.Sprintf("lose %c", d.kind()))
 		return fmt.Sprintf("lose %c %s->%s", d.kind(), d.from, d.to)
 	case r == lose:
 		w.os.mu.Lock()
 		d := w.os.inflight[i]
 		w.os.mu.Unlock()
 		w.os.inject(d.from, d.to, d.msg)
-		w.res.fault(fmt.Sprintf("duplicate %c", d.kind()))
+		w.fault(fmt.Sprintf("duplicate %c", d.kind()))
 		return fmt.Sprintf("duplicate %c %s->%s", d.kind(), d.from, d.to)
 	case r <= lose+2 && w.cfg.faults.dgrams:
 		by := []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, simTTL}[w.rng.Intn(4)]
 		d := w.os.delay(i, time.Now().Add(by))
-		w.res.fault(fmt.Sprintf("delay %c", d.kind()))
+		w.fault(fmt.Sprintf("delay %c", d.kind()))
 		return fmt.Sprintf("delay %c %s->%s by %v", d.kind(), d.from, d.to, by)
 	}
 	d := w.os.deliver(i, false)
@@ -852,7 +975,7 @@ func (w *simWorld) deliver(ready []int) string {
 	verb := "deliver"
 	if k > 0 {
 		verb = "reorder" // delivered before an earlier one
-		w.res.fault(fmt.Sprintf("reorder %c", d.kind()))
+		w.fault(fmt.Sprintf("reorder %c", d.kind()))
 	}
 	return fmt.Sprintf("%s %c %s->%s", verb, d.kind(), d.from, d.to)
 }
