@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -217,7 +218,7 @@ func (w *simWorld) unknowable(r *simRow, waiters []*simProc) bool {
 		if p.paused {
 			continue
 		}
-		if p.sidecar == gen || p.clock.Now().UnixMilli()-r.heartbeat > r.ttl {
+		if slices.Contains(p.gens, gen) || p.clock.Now().UnixMilli()-r.heartbeat > r.ttl {
 			return false
 		}
 	}

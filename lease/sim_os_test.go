@@ -60,11 +60,15 @@ type simProc struct {
 	id       string // holder id
 	pid      int64
 	slot     int64
-	sidecar  int    // the sidecar generation its locks are on
+	// gens are the sidecar generations it holds its lifetime lock in,
+	// oldest first: the one it opened, and those it moved to (Refresh).
+	// It announces wants and takes tickets in the newest (sidecar), and
+	// tests every one.
+	gens     []int
+	sidecar  int
 	pidns    string // "": the test process's pid namespace; else another one
 	busy     bool   // its worker writes in a tight loop (no pause between holds)
 	slow     bool   // its worker's holds take 5 to 30 ms
-	start    string // its start time, as its holder_start records it
 	dead     bool   // killed (or the run is over): every gate fails
 	paused   bool   // stopped: its gates are not released
 	inbox    chan []byte
@@ -144,7 +148,7 @@ func newSimOS() *simOS {
 func (o *simOS) add(p *simProc) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	p.sidecar = o.sidecar
+	p.sidecar, p.gens = o.sidecar, []int{o.sidecar}
 	o.everyone[p.id] = p
 	o.byPID[p.pid] = p
 }
@@ -159,22 +163,22 @@ func parseSimMark(mark string) (int, bool) {
 }
 
 // simIdentity is holder_start (boot/pidns/start/mark/uid) with the pid
-// namespace and start time of a simulated process: pidns "" keeps the
-// test process's own namespace.
-func simIdentity(start, pidns, st string) string {
+// namespace of a simulated process: pidns "" keeps the test process's
+// own. (Its start time stays the test process's: the simulated pids are
+// never reused, and an engine that moves to a new sidecar writes its
+// holder_start again from the process's identity.)
+func simIdentity(start, pidns string) string {
 	parts := strings.Split(start, "/")
-	if len(parts) < 3 {
+	if len(parts) < 3 || pidns == "" {
 		return start
 	}
-	if pidns != "" {
-		parts[1] = "sim-pidns:" + pidns
-	}
-	parts[2] = st
+	parts[1] = "sim-pidns:" + pidns
 	return strings.Join(parts, "/")
 }
 
 // lookup is lookupProcess in the simulated world: a simulated process's
-// pid runs while it lives, with its start time; any other pid is gone.
+// pid runs while it lives (with the test process's start time, which its
+// holder_start records); any other pid is gone.
 func (o *simOS) lookup(pid int64, _ string) (platform.ProcState, string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -182,7 +186,7 @@ func (o *simOS) lookup(pid int64, _ string) (platform.ProcState, string) {
 	if p == nil || p.dead {
 		return platform.ProcDead, ""
 	}
-	return platform.ProcAlive, p.start
+	return platform.ProcAlive, strings.Split(procIdentity(), "/")[2]
 }
 
 // gate parks the calling goroutine of p before op until the scheduler
@@ -465,8 +469,12 @@ func (o *simOS) watchExit(pid int64, exited func()) (stop func(), err error) {
 	}, nil
 }
 
-// simLocks is platform.Locks for process p: a lock is held while its
-// process lives, in the sidecar generation the process opened.
+// simLocks is platform.Locks for process p: a lifetime lock is held while
+// its process lives, in each sidecar generation it locked (p.gens). It
+// also follows a replaced sidecar (platform.Follower, issue 28 item 2:
+// Refresh and Sees), as the platform's Locks do: it takes its lock in
+// the new generation too, announces its wants there, and keeps the old.
+// (An engine that does not look for the Follower never calls them.)
 type simLocks struct {
 	o *simOS
 	p *simProc
@@ -474,7 +482,7 @@ type simLocks struct {
 
 func (l *simLocks) Slot() int64 { return l.p.slot }
 
-// Mark names the sidecar generation p's lock is on.
+// Mark names the newest sidecar generation p's lock is in.
 func (l *simLocks) Mark() string {
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
@@ -489,52 +497,62 @@ func (l *simLocks) Close() error {
 	return nil
 }
 
-// Probe tests the lock of slot in the generation mark names: Unknown when
-// that is not the generation p sees (or the scheduler makes the test
-// fail), Held while the process of that slot lives, Released otherwise.
+// Probe tests the lock of slot in the generations p sees: Held when one
+// of them shows the lock (its process lives and locked it there);
+// Released when the generation mark names is one of them and shows none;
+// Unknown when p sees no generation of the holder's (or the scheduler
+// makes the test fail).
 func (l *simLocks) Probe(slot int64, mark string) platform.Proof {
 	if l.o.gate(l.p, "os/probe") != nil {
 		return platform.Unknown
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	gen, ok := parseSimMark(mark)
-	if !ok || gen != l.p.sidecar {
-		return platform.Unknown // another file than the one p sees
-	}
 	q := l.o.bySlot(slot)
-	if q == nil || q.dead || q.sidecar != gen {
+	alive := q != nil && !q.dead
+	for _, g := range l.p.gens {
+		if alive && slices.Contains(q.gens, g) {
+			return platform.Held
+		}
+	}
+	if gen, ok := parseSimMark(mark); ok && slices.Contains(l.p.gens, gen) {
 		return platform.Released
 	}
-	return platform.Held
+	return platform.Unknown // another file than those p sees
 }
 
+// SetWant announces p's want in its newest generation (and drops it from
+// every one).
 func (l *simLocks) SetWant(base int64, on bool) error {
 	if err := l.o.gate(l.p, "os/setwant"); err != nil {
 		return err
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	k := simWant{l.p.sidecar, base, l.p.slot}
 	if on {
-		l.o.wants[k] = true
-	} else {
-		delete(l.o.wants, k)
+		l.o.wants[simWant{l.p.sidecar, base, l.p.slot}] = true
+		return nil
+	}
+	for _, g := range l.p.gens {
+		delete(l.o.wants, simWant{g, base, l.p.slot})
 	}
 	return nil
 }
 
+// Wants tests slot's want in every generation p sees.
 func (l *simLocks) Wants(base, slot int64) (bool, error) {
 	if err := l.o.gate(l.p, "os/wants"); err != nil {
 		return false, err
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	w := l.o.wants[simWant{l.p.sidecar, base, slot}]
-	if w {
-		l.p.found = l.o.bySlot(slot)
+	for _, g := range l.p.gens {
+		if l.o.wants[simWant{g, base, slot}] {
+			l.p.found = l.o.bySlot(slot)
+			return true, nil
+		}
 	}
-	return w, nil
+	return false, nil
 }
 
 func (l *simLocks) AnyWants(base int64) (bool, error) {
@@ -542,23 +560,26 @@ func (l *simLocks) AnyWants(base int64) (bool, error) {
 	return n > 0, err
 }
 
+// CountWants counts the other slots that want the lane in any generation
+// p sees.
 func (l *simLocks) CountWants(base int64, limit int) (int, error) {
 	if err := l.o.gate(l.p, "os/anywants"); err != nil {
 		return 0, err
 	}
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
-	n := 0
+	slots := map[int64]bool{}
 	for k := range l.o.wants {
-		if k.gen == l.p.sidecar && k.base == base && k.slot != l.p.slot && n < limit {
-			n++
+		if k.base == base && k.slot != l.p.slot && slices.Contains(l.p.gens, k.gen) {
+			slots[k.slot] = true
 		}
 	}
-	return n, nil
+	return min(len(slots), limit), nil
 }
 
-// NextTicket takes the next ticket of p's sidecar generation (a new
-// sidecar's counter starts again).
+// NextTicket takes the next ticket of p's newest sidecar generation (a
+// new sidecar's counter starts again, unless a process that moved there
+// raised it).
 func (l *simLocks) NextTicket() int64 {
 	if l.o.gate(l.p, "os/ticket") != nil {
 		return 0
@@ -567,6 +588,39 @@ func (l *simLocks) NextTicket() int64 {
 	defer l.o.mu.Unlock()
 	l.o.tickets[l.p.sidecar]++
 	return l.o.tickets[l.p.sidecar]
+}
+
+// Refresh moves p to the sidecar's current generation when it is not
+// there yet (platform.Follower): its lifetime lock there, its wants
+// announced there, the counter raised to its newest one's.
+func (l *simLocks) Refresh() (moved bool, err error) {
+	if err := l.o.gate(l.p, "os/refresh"); err != nil {
+		return false, err
+	}
+	l.o.mu.Lock()
+	defer l.o.mu.Unlock()
+	p, cur := l.p, l.o.sidecar
+	if p.sidecar == cur {
+		return false, nil
+	}
+	for k := range l.o.wants {
+		if k.slot == p.slot && k.gen == p.sidecar {
+			l.o.wants[simWant{cur, k.base, k.slot}] = true
+		}
+	}
+	l.o.tickets[cur] = max(l.o.tickets[cur], l.o.tickets[p.sidecar])
+	p.gens = append(p.gens, cur)
+	p.sidecar = cur
+	return true, nil
+}
+
+// Sees reports whether p sees the generation mark names
+// (platform.Follower).
+func (l *simLocks) Sees(_ int64, mark string) bool {
+	l.o.mu.Lock()
+	defer l.o.mu.Unlock()
+	gen, ok := parseSimMark(mark)
+	return ok && slices.Contains(l.p.gens, gen)
 }
 
 // simBell is platform.Bell for process p: datagrams wait in flight until

@@ -189,7 +189,7 @@ func simLateGrant(seed int64, steps int) simConfig {
 func simSidecar(seed int64, steps int) simConfig {
 	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", recommit: true, liveness: true,
 		faults: simFaults{workers: true, sidecar: true}, loaded: true,
-		steal:  2, lose: -1, kill: 2, noBreak: true}
+		steal: 2, lose: -1, kill: 2, noBreak: true}
 }
 
 // simPidns reaches a live holder of another pid namespace whose lock
@@ -340,9 +340,9 @@ func (w *simWorld) start(i int) error {
 	gen := w.gens[i]
 	w.gens[i]++
 	id := fmt.Sprintf("sim-%d-%d", i, gen)
-	p := &simProc{idx: i, gen: gen, id: id, pid: int64(4000000 + 100*i + gen), slot: slotFor(id),
+	p := &simProc{idx: i, gen: gen, id: id, pid: int64(4000000 + 1000*i + gen), slot: slotFor(id),
 		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{}),
-		start: strconv.Itoa(1000 + 100*i + gen)}
+	}
 	if w.cfg.faults.pidns && w.rng.Intn(3) == 0 {
 		p.pidns = "other"
 	}
@@ -359,7 +359,7 @@ func (w *simWorld) start(i int) error {
 	}
 	// Its pid namespace and start time, before any lane reads them (the
 	// engine's goroutines touch start only through a lane: laneState.me).
-	eng.start = simIdentity(eng.start, p.pidns, p.start)
+	eng.start = simIdentity(eng.start, p.pidns)
 	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
 	p.eng = eng
 	w.wg.Add(1)
@@ -376,14 +376,14 @@ func (w *simWorld) start(i int) error {
 func (w *simWorld) startOperator() error {
 	id := "sim-operator"
 	p := &simProc{idx: w.cfg.procs, id: id, pid: 4100000, slot: slotFor(id),
-		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{}), start: "999"}
+		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{})}
 	close(p.done)
 	w.os.add(p)
 	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL, Clock: p.clock}, w.os.seams(p))
 	if err != nil {
 		return fmt.Errorf("open %s: %v", id, err)
 	}
-	eng.start = simIdentity(eng.start, "", p.start)
+
 	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
 	p.eng = eng
 	w.os.mu.Lock()
