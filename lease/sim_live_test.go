@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -466,4 +467,39 @@ func (w *simWorld) checkRobbed(step int) {
 			w.res.violate(step, "%s: %s reclaimed the lane as dead from %s, which lives", simRobbed, rc.by, rc.from)
 		}
 	}
+}
+
+// simFindsBug runs the simulation configured by cfg for seeds 0 to
+// seeds-1, steps each, until a run reports a violation of one of kinds,
+// and fails if none does: the test of a seeded revert (sim_bug_*_test.go),
+// which the simulation must find. Violations of other kinds are logged.
+// (A seed may not replay exactly, see TestSimulationDeterministic: several
+// seeds keep the test from resting on one interleaving.)
+func simFindsBug(t *testing.T, bug string, cfg func(seed int64, steps int) simConfig, seeds, steps int, kinds ...string) {
+	t.Helper()
+	start := time.Now()
+	for seed := range int64(seeds) {
+		res := runSim(t, cfg(seed, steps))
+		for _, v := range res.violations {
+			for _, k := range kinds {
+				if strings.Contains(v, ": "+k+": ") {
+					t.Logf("seed %d found %s in %v: %s", seed, bug, time.Since(start).Round(time.Millisecond), v)
+					t.Logf("the trace up to it:\n%s", res.traceTail(simViolationStep(v), simTraceLines(t)))
+					return
+				}
+			}
+			t.Logf("seed %d: %s", seed, v)
+		}
+		t.Logf("seed %d: no %s in %d steps (%d commits, %v simulated)", seed, strings.Join(kinds, " or "), steps, res.commits, res.simTime.Round(time.Millisecond))
+	}
+	t.Fatalf("the simulation missed %s in %d seeds of %d steps (%v)", bug, seeds, steps, time.Since(start).Round(time.Millisecond))
+}
+
+// simViolationStep is the step a violation's text names (-1: none).
+func simViolationStep(v string) int {
+	var n int
+	if _, err := fmt.Sscanf(v, "step %d:", &n); err != nil {
+		return -1
+	}
+	return n
 }

@@ -1140,11 +1140,7 @@ func (r *simResult) firstViolationStep() int {
 	if len(r.violations) == 0 {
 		return -1
 	}
-	var n int
-	if _, err := fmt.Sscanf(r.violations[0], "step %d:", &n); err != nil {
-		return -1
-	}
-	return n
+	return simViolationStep(r.violations[0])
 }
 
 // simTraceLines is how many trace lines a failing run shows
