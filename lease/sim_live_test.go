@@ -14,22 +14,23 @@ import (
 )
 
 // The simulation's liveness checks (issue 28): safety alone let a lane
-// stay stuck with a live process that does not know it holds it. After
-// every step the checker also asks three questions.
+// stay with a live process that did not know it held it. After every
+// step the checker also asks four questions. Simulated time passes only
+// during the scheduler's sleeps, and each check counts a sleep from the
+// state the last check saw, unless an excuse applies then (simExcuse).
 //
 // Stuck lane. The lane is stuck while some live process wants it (its
-// worker is inside Acquire, or between an Acquire that failed at its wait
-// bound and the next) and no live process holds it, where a process holds
-// the lane when its engine has a grant (heldRow) that matches the lane's
-// active row (holder and epoch) and is not known lost — inside a Hold or
+// worker is inside Acquire, or between an Acquire that failed and the
+// next) and no live process holds it, where a process holds the lane
+// when its engine has a grant (heldRow) that matches the lane's active
+// row (holder and epoch) and is not known lost — inside a Hold or
 // lingering after one: a lingering holder's watcher hands the row on once
 // it sees a waiter (a holder that does not see them is the starvation
 // check's business). A row that names a process whose engine does not
 // hold it (a grant its claim never learned of), a row of a dead process,
-// or no row at all, is not held. The stuck time is counted in simulated
-// time, and only during the scheduler's sleeps (simulated time passes
-// nowhere else), from the state the last check saw; the time is not
-// counted (excused) while
+// or no row at all, is not held. The stuck time restarts when a live
+// process holds the lane, and stands while nobody wants it. A sleep does
+// not count while
 //   - every process that wants the lane is stopped (nobody could take it);
 //   - the active row names a stopped process: a stopped holder, or a
 //     stopped waiter the lane was handed to, legitimately blocks the lane
@@ -38,35 +39,40 @@ import (
 //     process that is not stopped has a step to take, so a stopped one
 //     holds it (parked inside a transaction), and every writer waits;
 //   - the active row names a dead holder whose liveness no waiter can
-//     tell (its lock is on a sidecar generation the waiters do not see,
+//     tell (its lock is in a sidecar generation the waiters do not see,
 //     and its pid is in another pid namespace), until its heartbeat is
 //     older than its TTL by the clock of some waiter that is not stopped
 //     (the TTL rule).
-//
 // It is a violation when the stuck time passes simStuckBound, chosen from
 // the protocol's own periods: a waiter looks at least every fallbackPoll
-// (5 ms; registeredPoll, 50 ms, does not apply here: the simulated OS
-// watches no exits), writes its own queue row after selfEnqueueAfter (100
-// ms), and takes a lane whose holder the OS cannot judge once the
-// holder's heartbeat is older than simTTL (300 ms) by its clock, which
-// the scheduler steps by up to ±2·simTTL; and a scheduler's sleep may
-// run 2·simTTL past the timer that would have woken the waiter. Two
-// seconds covers each of them with room, and a lane stuck for good
-// passes it within a few sleeps.
+// (5 ms), or registeredPoll (50 ms) while the holder has its registration;
+// it writes its own queue row after selfEnqueueAfter (100 ms); a grant
+// its waiter gave up settles within the settle's back-off (at most
+// registeredPoll); a lane whose holder the OS cannot judge is taken once
+// the holder's heartbeat is older than simTTL (300 ms) by the waiter's
+// clock, which the scheduler steps by up to ±2·simTTL at a time; an
+// Acquire gives up at its wait bound (3·simTTL) and comes back. Two
+// seconds covers each with room; a lane stuck for good passes it in a
+// few hundred sleeps.
 //
-// Starvation. A live process that wants the lane must get it before the
-// other processes begin simStarveHolds holds (Acquire returned) between
-// the start of its wait and its grant, counting only holds begun while it
-// is inside Acquire (not between an Acquire that failed and the next) and
-// not stopped (a stopped waiter is skipped, as it should be). Slice is
-// 0 in the simulation (strict FIFO): a holder hands the lane on at the end
-// of a hold when it sees a waiter, so a waiter normally waits behind one
-// hold of each other process, a few more when its registration or
-// liveness was misjudged once (a datagram lost, a probe answered Unknown).
-// A holder that never sees a waiter (its want byte and queue row in a
-// sidecar the holder does not look at) keeps the lane through its own
-// fast path for ever. Counting holds rather than time makes the check
-// immune to the scheduler's sleeps, which stretch every hold.
+// Unaware holder. The row must not name, for more than simUnawareBound, a
+// live process whose engine neither holds the lane (as above) nor claims
+// it (its worker does not want it): a grant written for a waiter that
+// was giving up, which nothing settled (issue 28 item 1). Sleeps do not
+// count while that process is stopped or SQLite's write lock is held
+// (the settle waits for it). It needs no waiter to be seen.
+//
+// Starvation. A process that waits inside Acquire (not stopped, not
+// excused as above) for more than simStarveBound, while the other
+// processes begin at least simStarveHolds holds, is starved: a holder
+// that does not see it (its want byte and queue row in a sidecar the
+// holder does not look at) keeps the lane through its own fast path for
+// ever. Slice is 0 in the simulation (strict FIFO): a holder hands the
+// lane on at the end of a hold when it sees a waiter; a waiter whose
+// registration was lost writes its queue row after selfEnqueueAfter, one
+// whose row was dropped (its probe answered Unknown once) comes back
+// after its wait bound. The wait restarts when the process gets a Hold or
+// gives up.
 //
 // Robbery. A lane must never be reclaimed as "dead" from a process that
 // lives (a stopped one lives): every reclaim an engine logs is checked
@@ -84,7 +90,8 @@ const simUnawareBound = 2 * time.Second
 
 // simStarveBound is how long (simulated time, excused windows left out)
 // a process may wait inside Acquire while others hold the lane (see
-// above).
+// above): ten times selfEnqueueAfter, more than its wait bound
+// (3·simTTL), after which it comes back with a new registration.
 const simStarveBound = time.Second
 
 // simStarveHolds is how many holds other processes must begin during a
