@@ -93,9 +93,11 @@
 // from its pid and start time when no lock can be tested, and its lane is
 // reclaimed at epoch + 1 without waiting out a TTL; a holder that is alive
 // but hung is never robbed, unless the opt-in StealAfterTTL says so. A
-// holder whose liveness the OS will not tell (hidden from this process,
-// access denied) is reclaimed only once its heartbeat is older than its
-// TTL.
+// holder whose liveness this process cannot tell — the OS will not say
+// (hidden from this process, access denied), or it runs in another pid
+// namespace (a container sharing the volume) and its liveness lock cannot
+// be tested from here — is never taken for dead: its lane is reclaimed
+// only once its heartbeat is older than its TTL.
 //
 // # The lease tables in the user's database
 //
