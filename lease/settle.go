@@ -238,7 +238,10 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 	if job.quit {
 		r, err = l.settleTx(ctx)
 		locked = err == nil
-		if errors.Is(err, ErrFileChanged) {
+		switch {
+		case err == errClaimBegun:
+			return false, nil // the loop stops: the claim takes over
+		case errors.Is(err, ErrFileChanged):
 			return false, err
 		}
 	}
@@ -279,16 +282,27 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 
 // settleTx is one try (no wait for SQLite's write lock) of the settle's
 // transaction: it removes this process's queue rows of the lane and
-// reads the lane's row. SQLITE_BUSY comes back.
+// reads the lane's row. SQLITE_BUSY comes back, and errClaimBegun when a
+// claim of this process began meanwhile (its queue row is its own).
 func (l *laneState) settleTx(ctx context.Context) (*row, error) {
 	var r *row
 	err := l.e.tryImmediate(ctx, "settle", func(ctx context.Context, c *sql.Conn) error {
+		l.mu.Lock()
+		busy := l.claimSlot.busyLocked()
+		l.mu.Unlock()
+		if busy {
+			return errClaimBegun
+		}
 		var err error
 		r, err = l.dequeueRead(ctx, c)
 		return err
 	})
 	return r, err
 }
+
+// errClaimBegun ends a settle step that met a claim of this process: the
+// claim takes over (see settle).
+var errClaimBegun = errors.New("a claim began")
 
 // dequeueRead removes this process's queue rows of the lane and reads the
 // lane's active row; the caller is inside BEGIN IMMEDIATE. Tables it
