@@ -208,3 +208,51 @@ func settleGoroutines() int {
 	}
 	return n
 }
+
+// TestLateGrantAtCloseIsHandedOn: the waiter W gives up while H's
+// hand-off to it is in flight, and W's engine closes before that hand-off
+// commits. No linger watcher runs once the engine closes, so Close settles
+// the lane itself under the write lock, finds the grant committed
+// meanwhile and hands it on (or releases it): after Close the row does not
+// name W. Before the fix Close's queue cleanup found that grant and
+// dropped it, and the row named W after Close — a holder id that the same
+// process takes again when it reopens the file (processHolderID), alive
+// then to every peer, and unaware.
+func TestLateGrantAtCloseIsHandedOn(t *testing.T) {
+	needDoorbell(t)
+	o := newFakeOS()
+	path, h, w, hh, cancelW, wDone := lateGrantSetup(t, o)
+	hReached, hProceed := make(chan struct{}), make(chan struct{})
+	h.setHook(parkAt("handoff/commit", hReached, hProceed))
+	released := make(chan struct{})
+	go func() {
+		hh.Release()
+		close(released)
+	}()
+	<-hReached
+	cancelW()
+	if err := <-wDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("W's Acquire: %v, want its context's error", err)
+	}
+	wReached, wProceed := make(chan struct{}), make(chan struct{})
+	w.setHook(parkAt("dequeue", wReached, wProceed))
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close() }()
+	<-wReached // Close leaves the queue: its transaction comes after H's
+	close(hProceed)
+	<-released
+	close(wProceed)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("W's Close did not return")
+	}
+	if got := activeHolder(t, path); got == w.HolderID() {
+		t.Fatal("after W's Close the row still names W")
+	}
+	h.setHook(nil)
+	acquireWithin(t, h, "lane unusable after W closed")
+}
