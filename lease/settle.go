@@ -18,13 +18,16 @@ package lease
 //
 // What the settle relies on: every transaction that grants a waiter the
 // lane tests, inside that transaction (under SQLite's write lock), that
-// the waiter still announces its wait — its want byte, or for a queue row
-// whose byte cannot be tested its row: handOff (handoff.go: the
-// registration's candidate, then head), Fencing.Pass (pass.go: first, in
-// the caller's transaction after its BEGIN IMMEDIATE), a claim that finds
-// the lane free or its holder dead (claim.go, attempt: head), Break
-// (status.go: head), and the queue rows written for registrations
-// (flushPending: stillWaiting). So once the claim has released its byte,
+// the waiter still announces its wait — its want byte (stillWaiting; a
+// waiter known from a queue row whose byte cannot be tested is given the
+// benefit of the doubt): handOff (handoff.go: the registration's
+// candidate, then head), Fencing.Pass (pass.go: first, in the caller's
+// transaction, which holds the write lock from its BEGIN IMMEDIATE on:
+// FenceBegin's contract), a claim that finds the lane free or its holder
+// dead (claim.go, attempt: head), Break (status.go: head), and the queue
+// rows written for registrations (flushPending). The grant datagram is
+// sent only after the grant commits. So once the claim has released its
+// byte,
 // at most one transaction that may still grant it — the one that held the
 // write lock at that moment — is in flight, and it starts from the row
 // the claim read when it quit (a transaction committed before that read
@@ -168,7 +171,9 @@ func (l *laneState) settleHere() {
 // again if it quits without settling) or the row is held, and when the
 // engine closes: then it settles once more under the write lock, waiting
 // for it (releaseLate), since no watcher runs any more to pass a grant
-// on.
+// on. A step that cannot tell yet waits settleMin to settleMax; Close
+// cuts the wait short (hbCtx ends when Close stops the engine's
+// goroutines).
 func (l *laneState) settle() {
 	defer l.e.wg.Done()
 	bo := backoff{min: settleMin, max: settleMax}
@@ -185,11 +190,11 @@ func (l *laneState) settle() {
 			l.mu.Unlock()
 			return
 		case l.closing || closed:
-			final := s.quit || s.ring
+			// The lane's shutdown left the lane to this goroutine (it
+			// runs): it leaves the queue and hands on a grant it finds,
+			// as shutdown would have.
 			l.mu.Unlock()
-			if final {
-				l.releaseLate("released at close")
-			}
+			l.releaseLate("released at close")
 			l.mu.Lock()
 			s.stoppedLocked()
 			l.claimSlot.settledLocked()
