@@ -97,15 +97,14 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 // leaveQueue removes this process's queue row of the lane and reports a
 // grant if the lane was handed to it meanwhile (not one the lane already
 // records as the row held, which its own hand-off passes on: the
-// watcher's, or Close's). The caller has released
-// its want byte first: a holder tests it inside its hand-off transaction,
-// so either the hand-off sees this process no longer waiting, or it
-// committed the grant before this transaction, which then finds it. Transient failures (I/O
-// error, disk full, busy) are retried for up to 5s: a queue row left
-// behind by a live process that no longer waits could later be handed the
-// lane, and keep it. A file that refuses writes (WriteRefused: a LiteFS
-// replica) is not retried: it refused the claim that would have written
-// the row.
+// watcher's, or Close's). The caller has released its want byte first: a
+// holder tests it inside its hand-off transaction, so either the hand-off
+// sees this process no longer waiting, or it committed the grant before
+// this transaction, which then finds it. Transient failures (I/O error,
+// disk full, busy) are retried for up to 5s: a queue row left behind by a
+// live process that no longer waits could later be handed the lane, and
+// keep it. A file that refuses writes (WriteRefused: a LiteFS replica) is
+// not retried: it refused the claim that would have written the row.
 func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
