@@ -18,7 +18,10 @@ import (
 // reached. Cleanup runs on the engine's connection, detached from the
 // caller's context. If the lane was handed to us meanwhile, a wait-bound
 // abandon keeps it (the grant wins); a cancelled caller leaves it to the
-// linger watcher, which passes it on.
+// linger watcher, which passes it on (keepLate: the caller's Acquire
+// leaves the gate, which starts the watcher; while the engine closes, no
+// watcher runs, and the lane is handed on at once). A grant committed
+// after quit looked is found by the lane's settle (settle.go).
 func (c *claimRun) abandon(ctx context.Context, cause error) (*grant, error) {
 	l := c.l
 	c.unlockWant() // first: see leaveQueue
@@ -30,7 +33,7 @@ func (c *claimRun) abandon(ctx context.Context, cause error) (*grant, error) {
 		if cause == errWaitBound {
 			return g, nil
 		}
-		l.setRow(g)
+		l.keepLate(g)
 	}
 	return nil, cause
 }
@@ -58,37 +61,50 @@ func (c *claimRun) abandonWith(ctx context.Context, cause error) (*grant, error)
 
 // quit ends the claim's wait after its want byte was released, and
 // reports a grant if the lane was handed to this process meanwhile. A
-// claim that wrote a queue row leaves the queue (leaveQueue). One that
-// only registered has no row to remove, and must not wait for SQLite's
-// write lock, which the holder's own transaction may keep for long (the
-// caller's deadline has passed): a read finds a grant committed before
-// the want byte was released, and a grant whose hand-off checked the byte
-// just before, and commits later, is adopted when its grant datagram
-// arrives (grantArrived).
+// claim that wrote a queue row leaves the queue (leaveQueue), under
+// SQLite's write lock: that settles the lane. One that only registered
+// has no row to remove, and must not wait for the write lock, which the
+// holder's own transaction may keep for long (the caller's deadline has
+// passed): a read finds a grant committed before the want byte was
+// released; a grant whose hand-off tested the byte just before, and
+// commits later, is found by the settle that the claim's end starts
+// (c.unsettled, with the row read: settle.go), whether or not its grant
+// datagram ever arrives. So does one that a failed leaveQueue left.
 func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 	l := c.l
 	if c.wroteRow {
-		return l.leaveQueue(ctx)
+		g, err := l.leaveQueue(ctx)
+		c.unsettled, c.quitSeen = err != nil, rowRef{}
+		return g, err
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	r, err := l.readActive(rctx)
-	if err != nil || r == nil || r.h.ID != l.e.holderID {
-		return nil, nil // no grant seen; a late one is adopted on arrival
+	// Lets a test commit a grant between this read and the claim's end;
+	// nothing to inject.
+	_ = l.e.fault("quit")
+	switch {
+	case err != nil:
+		c.unsettled, c.quitSeen = true, rowRef{} // the row is unknown: the settle takes the write lock
+	case r == nil || r.h.ID != l.e.holderID:
+		c.unsettled, c.quitSeen = true, refOf(r)
+	default:
+		return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
 	}
-	return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
+	return nil, nil
 }
 
 // leaveQueue removes this process's queue row of the lane and reports a
-// grant if the lane was handed to it meanwhile. The caller has released
-// its want byte first: a holder tests it inside its hand-off transaction,
-// so either the hand-off sees this process no longer waiting, or it
-// committed the grant before this transaction, which then finds it. Transient failures (I/O
-// error, disk full, busy) are retried for up to 5s: a queue row left
-// behind by a live process that no longer waits could later be handed the
-// lane, and keep it. A file that refuses writes (WriteRefused: a LiteFS
-// replica) is not retried: it refused the claim that would have written
-// the row.
+// grant if the lane was handed to it meanwhile (not one the lane already
+// records as the row held, which its own hand-off passes on: the
+// watcher's, or Close's). The caller has released its want byte first: a
+// holder tests it inside its hand-off transaction, so either the hand-off
+// sees this process no longer waiting, or it committed the grant before
+// this transaction, which then finds it. Transient failures (I/O error,
+// disk full, busy) are retried for up to 5s: a queue row left behind by a
+// live process that no longer waits could later be handed the lane, and
+// keep it. A file that refuses writes (WriteRefused: a LiteFS replica) is
+// not retried: it refused the claim that would have written the row.
 func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -109,17 +125,12 @@ var transientCodes = map[sqlite3.ErrNo]bool{sqlite3.ErrIoErr: true, sqlite3.ErrF
 func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 	var g *grant
 	err := l.e.immediateOp(cctx, "dequeue", func(cctx context.Context, c *sql.Conn) error {
-		if err := dequeue(cctx, c, l.scope, l.lane, l.e.holderID); err != nil {
-			return err
-		}
-		r, err := readActive(cctx, c, l.scope, l.lane)
-		if errors.Is(err, ErrUntrusted) {
-			return nil // nothing to adopt; leaving the queue still holds
-		}
+		g = nil // this body runs again after SQLITE_BUSY
+		r, err := l.dequeueRead(cctx, c)
 		if err != nil {
 			return err
 		}
-		if r != nil && r.h.ID == l.e.holderID {
+		if r != nil && r.h.ID == l.e.holderID && l.currentRow() == nil {
 			g = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
 		}
 		return nil

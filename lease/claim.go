@@ -28,6 +28,8 @@ type claimRun struct {
 	begun      bool         // the grant was confirmed inside a transaction opened on confirm
 	seenEpoch  int64        // the lane's epoch at the claim's last look (0: none yet)
 	enqueueDue bool         // await's retry timer is the self-enqueue deadline (see progressed)
+	unsettled  bool         // quit left without the write lock: the lane settles (settle.go)
+	quitSeen   rowRef       // the row quit read, when unsettled
 }
 
 // claim acquires the row across processes; the caller owns the gate.
@@ -52,9 +54,17 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	l.claimSlot.beginLocked()
 	l.mu.Unlock()
 	defer func() {
+		// A claim that quit without taking SQLite's write lock may still
+		// be granted the lane by a hand-off that tested its want byte
+		// just before quit released it: the lane settles (settle.go).
+		settle := g == nil && c.unsettled && !seededBugForgetLateGrant
 		l.mu.Lock()
-		l.claimSlot.endLocked(g != nil)
+		l.claimSlot.endLocked(g != nil, settle)
+		start := settle && l.settler.quitLocked(c.quitSeen)
 		l.mu.Unlock()
+		if start && !l.startSettle() {
+			l.settleHere() // closing: this claim settles the lane itself
+		}
 	}()
 	fallback := time.NewTimer(fallbackPoll)
 	defer fallback.Stop()

@@ -26,9 +26,9 @@ type Confirmer interface {
 // confirmSQL returns the id and epoch of the lane's active row when it is
 // the only active row of (scope, lane) and names holder ?3 with an integer
 // epoch; no row otherwise.
-const confirmSQL = `SELECT id, epoch FROM _writer_leases
+const confirmSQL = `SELECT id, epoch FROM main._writer_leases
 	WHERE scope = ?1 AND lane = ?2 AND active = 1 AND holder_id = ?3 AND typeof(epoch) = 'integer'
-	AND (SELECT count(*) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 1) = 1`
+	AND (SELECT count(*) FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 1) = 1`
 
 // confirmInTx opens the caller's transaction through cf and reads there
 // whether the lane is this process's: the grant, with the transaction left

@@ -53,7 +53,15 @@
 // lane, has handed it on, or has lost it, as the row says. Otherwise the
 // hand-off is its own BEGIN IMMEDIATE on the engine's connection
 // (handoff.go). A waiter that learns nothing looks again after a bounded
-// poll, so a lost datagram costs time, never safety.
+// poll, so a lost datagram costs time, never safety. Nor does it strand a
+// grant: every transaction that grants a waiter the lane tests the
+// waiter's want byte inside it, and a waiter that gives up releases its
+// byte first, so at most the one hand-off that tested it just before may
+// still grant it the lane. Its lane then settles (settle.go) without
+// waiting for any message: it reads the row until it has taken SQLite's
+// write lock once, or seen the row move on from what it read when it
+// quit, and a row that names this process is adopted, and handed on or
+// released by the linger watcher.
 //
 // When the turn ends is the turn's business (turn.go). Within its slice
 // (Options.Slice, counted from the grant) a holder keeps the lane for
@@ -93,9 +101,11 @@
 // from its pid and start time when no lock can be tested, and its lane is
 // reclaimed at epoch + 1 without waiting out a TTL; a holder that is alive
 // but hung is never robbed, unless the opt-in StealAfterTTL says so. A
-// holder whose liveness the OS will not tell (hidden from this process,
-// access denied) is reclaimed only once its heartbeat is older than its
-// TTL.
+// holder whose liveness this process cannot tell — the OS will not say
+// (hidden from this process, access denied), or it runs in another pid
+// namespace (a container sharing the volume) and its liveness lock cannot
+// be tested from here — is never taken for dead: its lane is reclaimed
+// only once its heartbeat is older than its TTL.
 //
 // # The lease tables in the user's database
 //
@@ -149,8 +159,9 @@
 // Hold's depth, its idle time and its turn; the linger watcher, which
 // hands an idle row on or releases it; the claim, which waits for the
 // lane across processes (its own state, and what the rest of the lane
-// knows of it); the inbox of other processes' registrations; and the
-// memory of the lane's epochs. The lane itself keeps only the steps that
+// knows of it); the settle, which finds a grant written while a claim
+// gave up; the inbox of other processes' registrations; and the memory of
+// the lane's epochs. The lane itself keeps only the steps that
 // span them: Acquire's path, the release and the hand-offs. The parts
 // that one invariant spans (Acquire's fast path takes the gate only while
 // the row is held, under one lock) share the lane's mutex.
@@ -231,6 +242,9 @@ package lease
 //     a grant; reclaim.go, whether a holder's lane may be taken over;
 //     claimslot.go: claimSlot, what the rest of the lane knows of the
 //     claim in progress;
+//   - settle.go: settler and its goroutine (settle), which make sure that
+//     a grant written while a claim gave up is used or passed on, without
+//     a datagram (and bound the goroutines grant datagrams start);
 //   - inbox.go: inbox, other processes' registrations, and the datagram
 //     handlers that fill it (registered, grantArrived, lookArrived);
 //   - epochs.go: epochMemory, the lane's epochs seen, and the clock floor.

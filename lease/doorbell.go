@@ -50,6 +50,10 @@ type doorbell struct {
 	mu sync.Mutex
 	ch chan struct{}
 	wg sync.WaitGroup
+	// done is closed by close: the receiving goroutine ends (a Recv error
+	// before that is retried, see recv).
+	done      chan struct{}
+	closeDone sync.Once
 
 	granted atomic.Int64 // "granted" datagrams received (grants and requests to look)
 	exits   atomic.Int64 // exits reported by WatchExit
@@ -86,7 +90,7 @@ type registration struct {
 // neither, and waiters poll. sideBase names the liveness files
 // (sidecarBase), dbPath the database.
 func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string), onQuery func(reply, scope, lane string)) *doorbell {
-	b := &doorbell{ch: make(chan struct{}), watchExit: seams.watchExit, onWait: onWait, onGrant: onGrant, onLook: onLook, onQuery: onQuery}
+	b := &doorbell{ch: make(chan struct{}), done: make(chan struct{}), watchExit: seams.watchExit, onWait: onWait, onGrant: onGrant, onLook: onLook, onQuery: onQuery}
 	if locks == nil {
 		return b
 	}
@@ -104,18 +108,39 @@ func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID
 }
 
 // recv dispatches the datagrams the bell receives (the platform has
-// dropped truncated ones and, where the kernel tells, other users').
+// dropped truncated ones and, where the kernel tells, other users'),
+// until the doorbell closes. A Recv that fails before then (a transient
+// socket error, a mailslot read refused) is tried again after a capped
+// back-off (recvRetryMin to recvRetryMax): a receiving goroutine that
+// ended would leave this process deaf to grants and registrations until
+// it closes, its waiters and holders reduced to their polls.
 func (b *doorbell) recv() {
 	defer b.wg.Done()
 	buf := make([]byte, 1<<16)
+	bo := backoff{min: recvRetryMin, max: recvRetryMax}
 	for {
 		n, err := b.bell.Recv(buf)
-		if err != nil {
-			return
+		if err == nil {
+			bo.reset()
+			b.dispatch(buf[:n])
+			continue
 		}
-		b.dispatch(buf[:n])
+		t := time.NewTimer(bo.next())
+		select {
+		case <-b.done:
+			t.Stop()
+			return // closed: Recv fails from now on
+		case <-t.C:
+		}
 	}
 }
+
+// recvRetryMin and recvRetryMax bound the back-off of a receiving
+// goroutine whose Recv failed.
+const (
+	recvRetryMin = time.Millisecond
+	recvRetryMax = time.Second
+)
 
 // dispatch acts on one datagram. The registrations it carries are
 // recorded before a grant is counted, so the new holder knows who waits
@@ -235,9 +260,10 @@ func (b *doorbell) ringGrant(id, scope, lane string, regs []registration) {
 		first, parts = parts[0], parts[1:]
 	}
 	msg := encodeGrant(scope, lane, first)
-	// The grant is committed: its holder must learn of it (a claim that
-	// gave up adopts a late grant only when this datagram arrives). A
-	// full receive queue is retried briefly.
+	// The grant is committed: its holder should learn of it at once. A
+	// full receive queue is retried briefly; a grant whose datagram is
+	// lost all the same is found by its waiter's poll, or, when the
+	// waiter has just given up, by its lane's settle (settle.go).
 	for i := 0; errors.Is(b.sendErr(id, msg), platform.ErrFull) && i < 20; i++ {
 		time.Sleep(100 * time.Microsecond)
 	}
@@ -326,7 +352,14 @@ func (b *doorbell) clearDB() {
 	}
 }
 
+// close stops receiving (the receiving goroutine ends) and watching, and
+// waits for the receiving goroutine.
 func (b *doorbell) close() {
+	b.closeDone.Do(func() {
+		if b.done != nil {
+			close(b.done)
+		}
+	})
 	if b.bell != nil {
 		b.bell.Close()
 	}

@@ -93,7 +93,7 @@ type relFuzzEnv struct {
 }
 
 func (env relFuzzEnv) specials(col string) []any {
-	otherBoot := "00000000-0000-0000-0000-000000000000/" + pidNamespace("self") + "/1/1"
+	otherBoot := "00000000-0000-0000-0000-000000000000/" + pidNamespace() + "/1/1"
 	sameBootOtherNS := bootID() + "/pid:[1]/1"
 	switch col {
 	case "scope":
@@ -114,7 +114,7 @@ func (env relFuzzEnv) specials(col string) []any {
 		return []any{int64(1), int64(0), int64(2), "1", 1.0, int64(-1), "active"}
 	case "holder_start":
 		return []any{env.start, procIdentity(), env.start + "/9", strings.TrimSuffix(env.start, "/1"), otherBoot, sameBootOtherNS,
-			"", "/", "///", "a/b/c/d/e", bootID() + "/" + pidNamespace("self") + "/notanumber/0"}
+			"", "/", "///", "a/b/c/d/e", bootID() + "/" + pidNamespace() + "/notanumber/0"}
 	case "holder_slot":
 		return []any{env.slot, int64(0), int64(-1), int64(1), int64(1 << 20), int64(1<<46 - 1), int64(1 << 62), int64(math.MaxInt64), int64(math.MinInt64), ticketOffset}
 	case "id", "ticket":
@@ -148,7 +148,7 @@ func (env relFuzzEnv) typical(col string, row int) any {
 	case "priority":
 		return int64(100)
 	case "holder_start":
-		return bootID() + "/" + pidNamespace("self") + "/1"
+		return bootID() + "/" + pidNamespace() + "/1"
 	case "holder_slot", "arrival":
 		return int64(row + 1)
 	}

@@ -104,7 +104,7 @@ func (h *Hold) Check(ctx context.Context) error {
 // fenceSQL is the fencing check Fence runs: it returns one row exactly when
 // (holder_id, epoch) is the active row of (scope, lane). Its arguments are
 // scope, lane, holder id, epoch.
-const fenceSQL = `SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?`
+const fenceSQL = `SELECT 1 FROM main._writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?`
 
 // Fence runs the fencing check on q — the caller's connection, inside the
 // write transaction it is about to commit — so that the check and the
@@ -234,10 +234,18 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 		return nil // issue 24 item 3's experiment (commitread_off.go)
 	}
 	held, dv, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
+	if begun && err != nil {
+		// The read failed (the lease table dropped, say) and brought no
+		// data version: read it alone. The transaction's own change is
+		// only ever taken on that proof; without it the check fails.
+		if dv, err = readDataVersion(ctx, q); err != nil {
+			return err
+		}
+	}
 	switch {
 	case held:
 		return nil
-	case begun && err == nil && dv != f.dv:
+	case begun && dv != f.dv:
 		// Another connection committed since FenceBegin: the transaction
 		// being committed is not the one it checked (the caller ran
 		// COMMIT and BEGIN in between), so the changed row is not this
@@ -320,7 +328,7 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh b
 // active row of the lane (NULL otherwise) and whose second is the
 // connection's data version (see Fencing.dv), read in the same statement
 // so that the proof costs no extra step.
-const fenceVersionSQL = `SELECT (SELECT 1 FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?), data_version FROM pragma_data_version`
+const fenceVersionSQL = `SELECT (SELECT 1 FROM main._writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?), data_version FROM pragma_data_version`
 
 // readDataVersion returns the connection's PRAGMA data_version.
 func readDataVersion(ctx context.Context, q driver.QueryerContext) (int64, error) {
@@ -413,4 +421,4 @@ func holdFrom(ctx context.Context, e *Engine, scope, lane string) *Hold {
 
 // fenceRefreshSQL is the fencing check under the TTL-steal policy: it also
 // refreshes heartbeat_at, inside the caller's transaction.
-const fenceRefreshSQL = `UPDATE _writer_leases SET heartbeat_at = ? WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ? RETURNING 1`
+const fenceRefreshSQL = `UPDATE main._writer_leases SET heartbeat_at = ? WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ? RETURNING 1`

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -123,55 +122,28 @@ func (e *Engine) registered(r registration, withGrant bool) {
 }
 
 // grantArrived records that a grant of (scope, lane) to this process is
-// on its way to the claim waiting for it (see registered).
+// on its way to the claim waiting for it (see registered). A grant that
+// reaches no claim (its caller gave up) rings the lane's settle
+// (settle.go), which reads the row and adopts the lane if it is ours, so
+// that it does not stay with this process unknown to it. One settle
+// goroutine at most runs per lane: datagrams that arrive meanwhile cost
+// it one more read (a forged one, say: the Windows mailslot is writable by
+// everyone).
 func (e *Engine) grantArrived(scope, lane string) {
 	l := e.knownLane(scope, lane)
 	if l == nil {
 		return // never claimed here
 	}
 	l.mu.Lock()
-	if l.claimSlot.grantArrivedLocked() {
+	if l.claimSlot.grantArrivedLocked() || l.held.row != nil || l.closing {
 		l.mu.Unlock()
-		return
+		return // the claim, the row held or the close takes care of it
 	}
-	orphan := l.held.row == nil && !l.closing
+	start := l.settler.ringLocked()
 	l.mu.Unlock()
-	if !orphan {
-		return
+	if start && !l.startSettle() {
+		l.settleHere()
 	}
-	// A grant to a claim that has ended (its caller gave up): make sure
-	// the lane does not stay with this process unknown to it.
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.closed {
-		e.wg.Add(1)
-		go l.adoptOrphan()
-	}
-}
-
-// adoptOrphan takes over a lane that the database says this process holds
-// while no claim waits for it (granted just after its waiter gave up), and
-// lets the linger watcher pass it on or release it.
-func (l *laneState) adoptOrphan() {
-	defer l.e.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r, err := l.readActive(ctx)
-	if err != nil || r == nil || r.h.ID != l.e.holderID {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held.row != nil || l.claimSlot.running || l.closing {
-		return // a claim in progress finds the row itself
-	}
-	l.held.setLocked(&grant{id: r.id, epoch: r.epoch, at: time.Now()})
-	l.held.idleLocked(time.Now())
-	if !l.gate.ownedLocked() {
-		l.startWatcherLocked()
-	}
-	l.e.logf(slog.LevelInfo, "cleolease: adopted a lane granted after its waiter gave up; passing it on",
-		"scope", l.scope, "lane", l.lane, "epoch", r.epoch)
 }
 
 // lookArrived records a request to look at (scope, lane) again, sent by a

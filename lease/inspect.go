@@ -51,7 +51,7 @@ func InspectDB(ctx context.Context, db *sql.DB, path, sidecarDir string, clock C
 		return nil, err
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_writer_leases'`).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = '_writer_leases'`).Scan(&n); err != nil {
 		return nil, err
 	}
 	if n == 0 {

@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 )
@@ -19,10 +18,12 @@ import (
 //   - watcher: the linger watcher (linger.go);
 //   - claimSlot: what the lane knows of its claim in progress (claimslot.go;
 //     the claim itself is a claimRun, claim.go);
+//   - settler: the settle goroutine, which makes sure that a grant written
+//     while a claim gave up is used or passed on (settle.go);
 //   - inbox: other processes' waiters' registrations (inbox.go);
 //   - epochs: what this process remembers of the lane's epochs (epochs.go).
 //
-// The first five share mu: an invariant spans them (Acquire's fast path
+// The first six share mu: an invariant spans them (Acquire's fast path
 // takes the gate only while the row is held; a registration is kept or
 // forwarded by the held row and the claim; the gate's leave wakes the
 // watcher), so each is documented as guarded by the lane's mu and its
@@ -40,6 +41,7 @@ type laneState struct {
 	held      heldRow       // the row this process holds (heldrow.go)
 	watcher   lingerWatcher // hands the idle row on or releases it (linger.go)
 	claimSlot claimSlot     // the claim in progress, as the lane sees it (claimslot.go)
+	settler   settler       // settles the lane after a claim that gave up (settle.go)
 	inbox     inbox         // other processes' waiters' registrations (inbox.go)
 	epochs    epochMemory   // the lane's epochs seen (epochs.go; atomic)
 }
@@ -59,13 +61,18 @@ func (l *laneState) setRow(g *grant) {
 		l.epochs.note(g.epoch)
 	}
 	l.mu.Lock()
+	l.setRowLocked(g)
+	l.mu.Unlock()
+}
+
+// setRowLocked is setRow without noting the epoch; l.mu is held.
+func (l *laneState) setRowLocked(g *grant) {
 	l.held.setLocked(g)
-	l.claimSlot.settledLocked()
+	l.claimSlot.recordedLocked()
 	if g != nil {
 		l.inbox.passedTo, l.inbox.passed = "", passedGrant{}
 		l.held.turn.started()
 	}
-	l.mu.Unlock()
 }
 
 // currentRow is the row this process holds (nil: none).
@@ -134,13 +141,18 @@ func (l *laneState) shutdown() {
 		l.handOff(g, "released at close")
 	}
 	l.mu.Lock()
-	claiming := l.claimSlot.running
+	claiming, settling := l.claimSlot.busyLocked(), l.settler.running
 	l.mu.Unlock()
-	if claiming {
-		// A claim still waits (its caller's Acquire): its own exit leaves
-		// the queue and releases its want byte; touching them here would
-		// race with it.
+	if claiming || settling {
+		// A claim still waits (its caller's Acquire), or has its grant:
+		// its own exit leaves the queue and releases its want byte, and
+		// settles if it quits (settle.go); touching them here would race
+		// with it. A settle that runs settles once more before Close
+		// returns (it sees closing).
 		return
 	}
-	l.leaveQueue(context.Background())
+	// No claim runs here, but one may have quit since the last settle: a
+	// grant found under the write lock is handed on, not left naming a
+	// process whose lane nobody watches any more.
+	l.releaseLate("released at close")
 }

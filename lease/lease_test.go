@@ -295,7 +295,7 @@ func TestForgedRowsAreReclaimedNotTrusted(t *testing.T) {
 	// far in the future.
 	cases := []struct{ name, start string }{
 		{"ghost", ""},
-		{"reused-pid", bootID() + "/" + pidNamespace("self") + "/1"},
+		{"reused-pid", bootID() + "/" + pidNamespace() + "/1"},
 	}
 	for _, c := range cases {
 		pid := 4000000

@@ -72,11 +72,13 @@ func unknownBecause(why string) verdict { return verdict{platform.ProcUnknown, w
 // (holderStart).
 func procIdentity() string { return platform.Identity() }
 
-// bootID and pidNamespace are this process's boot and pid namespace as
-// holder_start records them.
+// bootID is this process's boot as holder_start records it.
 func bootID() string { return platform.BootID() }
 
-func pidNamespace(string) string { return platform.PIDNamespace() }
+// pidNamespace is this process's pid namespace as holder_start records it
+// (platform.PIDNamespace); tests replace it to judge rows as a process of
+// another namespace would.
+var pidNamespace = platform.PIDNamespace
 
 // slotFor maps a holder id to its liveness slot (platform.SlotFor).
 func slotFor(holderID string) int64 { return platform.SlotFor(holderID) }
@@ -134,9 +136,16 @@ func probeHolder(self string, locks platform.Liveness, h holder, remote bool) ve
 		if parts[0] != platform.BootID() {
 			return deadBecause("holder from another boot")
 		}
-		if parts[1] != platform.PIDNamespace() {
-			// Its pid means nothing here and its lock is gone.
-			return deadBecause("liveness lock released (other pid namespace)")
+		if parts[1] != pidNamespace() {
+			// Its pid means nothing here, and its liveness lock could not
+			// be tested (another sidecar file, or none): a process in
+			// another pid namespace (a container sharing the volume) may
+			// well be alive. Cannot tell is never dead: the TTL rule
+			// decides (reclaimDecision).
+			if seededBugUnknownIsDead {
+				return deadBecause("liveness lock released (other pid namespace)")
+			}
+			return unknownBecause("holder in another pid namespace (pid " + strconv.FormatInt(h.PID, 10) + " means nothing here) and its liveness lock cannot be tested from here")
 		}
 	}
 	state, st := lookupProcess(h.PID, uid)

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func injectLookup(t *testing.T, s platform.ProcState, st string) {
 // process, or a running pid whose start time cannot be compared, is
 // unknown — never dead.
 func TestProbeThreeWays(t *testing.T) {
-	here := bootID() + "/" + pidNamespace("self") + "/"
+	here := bootID() + "/" + pidNamespace() + "/"
 	cases := []struct {
 		name  string
 		start string // holder_start
@@ -43,6 +44,10 @@ func TestProbeThreeWays(t *testing.T) {
 		{"original implementation's row, hidden", "", platform.ProcUnknown, "", platform.ProcUnknown},
 		{"original implementation's row, exited", "", platform.ProcDead, "", platform.ProcDead},
 		{"another boot", "other-boot/x/100/m/1001", platform.ProcAlive, "100", platform.ProcDead},
+		// A container sharing the volume: its pid means nothing here and
+		// its lock was not testable (issue 28 item 3: was dead).
+		{"another pid namespace, lock not testable", bootID() + "/pid:[1]/100/m/1001", platform.ProcAlive, "100", platform.ProcUnknown},
+		{"another pid namespace, pid absent here", bootID() + "/pid:[1]/100/m/1001", platform.ProcDead, "", platform.ProcUnknown},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,7 +63,7 @@ func TestProbeThreeWays(t *testing.T) {
 // The holder's recorded uid reaches the OS lookup (the BSDs decide ESRCH
 // by it), and rows without one pass "".
 func TestProbePassesHolderUID(t *testing.T) {
-	here := bootID() + "/" + pidNamespace("self") + "/"
+	here := bootID() + "/" + pidNamespace() + "/"
 	for start, want := range map[string]string{here + "1/m/1001": "1001", here + "1/m": "", here + "1": "", "": ""} {
 		var got *string
 		saved := lookupProcess
@@ -110,7 +115,7 @@ func TestReclaimDecision(t *testing.T) {
 // reclaimed at once. (Before the three-way answer, the first case took
 // the lane at once: the holder's pid does not exist here.)
 func TestUnknownHolderWaitsForTTL(t *testing.T) {
-	here := bootID() + "/" + pidNamespace("self") + "/100//1001"
+	here := bootID() + "/" + pidNamespace() + "/100//1001"
 	cases := []struct {
 		name     string
 		os       platform.ProcState
@@ -170,5 +175,22 @@ func TestHolderStartRecordsUID(t *testing.T) {
 	parts := strings.Split(e.start, "/")
 	if len(parts) != 5 || parts[4] != platform.UID() || parts[0] != bootID() {
 		t.Fatalf("holder_start %q, want boot/pidns/start/mark/%s", e.start, platform.UID())
+	}
+}
+
+// Through the pid-namespace seam: this very process's row, judged by a
+// process of another pid namespace that cannot test its liveness lock
+// (another mark), is unknown whatever that process's OS says of the pid
+// (issue 28 item 3).
+func TestProbeFromAnotherPIDNamespace(t *testing.T) {
+	row := holder{ID: "them", PID: int64(os.Getpid()), Start: procIdentity() + "/not-our-mark/" + platform.UID(), Slot: slotFor("them")}
+	saved := pidNamespace
+	pidNamespace = func() string { return "pid:[4026531999]" }
+	t.Cleanup(func() { pidNamespace = saved })
+	for _, os := range []platform.ProcState{platform.ProcAlive, platform.ProcDead, platform.ProcUnknown} {
+		injectLookup(t, os, "1")
+		if v := probeHolder("me", nil, row, false); v.state != platform.ProcUnknown {
+			t.Fatalf("OS answer %v: verdict %v (%s), want unknown", os, v.state, v.reason)
+		}
 	}
 }

@@ -154,14 +154,28 @@ func TestClaimSlotForgetsAGrantItDidNotGet(t *testing.T) {
 	if !s.grantArrivedLocked() || !s.incoming {
 		t.Fatal("a grant datagram for the running claim was not recorded")
 	}
-	s.endLocked(false)
+	s.endLocked(false, false)
 	if s.running || s.incoming {
 		t.Fatal("a claim that ended without a grant left the datagram recorded")
 	}
 	s.beginLocked()
 	s.grantArrivedLocked()
-	s.endLocked(true)
-	if !s.incoming {
-		t.Fatal("a granted claim forgot its datagram before the row was set")
+	s.endLocked(false, true)
+	if s.running || !s.incoming {
+		t.Fatal("a claim that quit while the lane settles forgot its datagram before the settle judged it")
+	}
+	s.settledLocked()
+	s.beginLocked()
+	s.grantArrivedLocked()
+	s.endLocked(true, false)
+	if !s.incoming || !s.busyLocked() {
+		t.Fatal("a granted claim forgot its datagram, or left the lane to a settle, before the row was set")
+	}
+	if !s.grantArrivedLocked() {
+		t.Fatal("a grant datagram for a claim that has its grant was taken for an orphan")
+	}
+	s.recordedLocked()
+	if s.incoming || s.busyLocked() {
+		t.Fatal("the row set left the claim's grant pending")
 	}
 }

@@ -37,10 +37,10 @@ type Pass struct {
 // queue row might come first: the hand-off after COMMIT orders those), in
 // the caller's transaction. Its arguments are those of grantTo's guarded
 // UPDATE; it returns the row's id and new epoch, or no row.
-const passSQL = `UPDATE _writer_leases SET ` + grantFields + `, epoch = ?11 + 1
+const passSQL = `UPDATE main._writer_leases SET ` + grantFields + `, epoch = ?11 + 1
 	WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1
-	AND NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2)
-	AND NOT EXISTS (SELECT 1 FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND epoch > ?11)
+	AND NOT EXISTS (SELECT 1 FROM main._writer_queue WHERE scope = ?1 AND lane = ?2)
+	AND NOT EXISTS (SELECT 1 FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND epoch > ?11)
 	RETURNING id, epoch`
 
 // Pass ends the hold's turn inside its transaction when it can: if this

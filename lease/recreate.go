@@ -63,7 +63,7 @@ func (l *laneState) endGrant(g *grant) {
 // goneSQL reads what became of a lost grant's row: the lane's active row,
 // or else the grant's own row, released. Arguments: scope, lane, holder
 // id, epoch.
-const goneSQL = `SELECT holder_id, holder_pid, epoch, active, reentrancy_depth FROM _writer_leases
+const goneSQL = `SELECT holder_id, holder_pid, epoch, active, reentrancy_depth FROM main._writer_leases
 	WHERE scope = ?1 AND lane = ?2 AND (active = 1 OR (holder_id = ?3 AND epoch = ?4))
 	ORDER BY active DESC LIMIT 1`
 

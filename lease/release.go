@@ -13,6 +13,7 @@ import (
 func (l *laneState) release(h *Hold) {
 	l.mu.Lock()
 	row := l.held.endLocked()
+	closing := l.closing
 	l.mu.Unlock()
 	if !h.gateHeld {
 		return
@@ -24,6 +25,10 @@ func (l *laneState) release(h *Hold) {
 		switch {
 		case others && !h.inTurn.Load() && !l.inSlice(g):
 			l.handOff(g, "handed off")
+		case closing && !l.hasWaiters():
+			// Granted to a claim that ran while the engine closed: no
+			// linger watcher runs any more to pass it on (shutdown).
+			l.handOff(g, "released at close")
 		case others:
 			// The row stays within its slice for this process's next
 			// writer, queued at the gate or arriving at once (a turn is a

@@ -22,7 +22,7 @@ import (
 // used in the transaction that read it (see head and dropTicket).
 // Files that already have the table keep it as it is.
 const (
-	ddlLeases = `CREATE TABLE IF NOT EXISTS _writer_leases (
+	ddlLeases = `CREATE TABLE IF NOT EXISTS main._writer_leases (
 	id INTEGER PRIMARY KEY,
 	scope TEXT NOT NULL,
 	lane TEXT NOT NULL,
@@ -37,8 +37,8 @@ const (
 	holder_start TEXT,
 	holder_slot INTEGER
 )`
-	ddlLeasesIndex = `CREATE UNIQUE INDEX IF NOT EXISTS ux_writer_leases_active ON _writer_leases(scope, lane) WHERE active = 1`
-	ddlQueue       = `CREATE TABLE IF NOT EXISTS _writer_queue (
+	ddlLeasesIndex = `CREATE UNIQUE INDEX IF NOT EXISTS main.ux_writer_leases_active ON _writer_leases(scope, lane) WHERE active = 1`
+	ddlQueue       = `CREATE TABLE IF NOT EXISTS main._writer_queue (
 	ticket INTEGER PRIMARY KEY,
 	scope TEXT NOT NULL,
 	lane TEXT NOT NULL,
@@ -52,7 +52,7 @@ const (
 	ttl_ms INTEGER,
 	arrival INTEGER
 )`
-	ddlQueueIndex = `CREATE INDEX IF NOT EXISTS ix_writer_queue_order ON _writer_queue(scope, lane, priority ASC, ticket ASC)`
+	ddlQueueIndex = `CREATE INDEX IF NOT EXISTS main.ix_writer_queue_order ON _writer_queue(scope, lane, priority ASC, ticket ASC)`
 )
 
 // Columns cleolease adds to tables the original implementation created.
@@ -78,7 +78,7 @@ func (s schemaState) complete() bool {
 
 func readSchema(ctx context.Context, q querier) (schemaState, error) {
 	var s schemaState
-	rows, err := q.QueryContext(ctx, `SELECT type, name FROM sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`)
+	rows, err := q.QueryContext(ctx, `SELECT type, name FROM main.sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`)
 	if err != nil {
 		return s, err
 	}
@@ -108,7 +108,7 @@ func readSchema(ctx context.Context, q querier) (schemaState, error) {
 			continue
 		}
 		var n int
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?, 'main') WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
 			return s, err
 		}
 		if n == 0 {
@@ -165,7 +165,7 @@ func (e *Engine) bootstrap(ctx context.Context) error {
 		}
 		for _, i := range s.missingColumns {
 			col := addedColumns[i]
-			stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", col.table, col.column, col.decl))
+			stmts = append(stmts, fmt.Sprintf("ALTER TABLE main.%s ADD COLUMN %s %s", col.table, col.column, col.decl))
 		}
 		for _, q := range stmts {
 			if _, err := c.ExecContext(ctx, q); err != nil {

@@ -37,7 +37,7 @@ import (
 // ddlSidecar is the table of the recorded nonce: one row (id 1); boot is
 // the boot id of the process that recorded it, written_at milliseconds
 // since the Unix epoch.
-const ddlSidecar = `CREATE TABLE IF NOT EXISTS _writer_sidecar (
+const ddlSidecar = `CREATE TABLE IF NOT EXISTS main._writer_sidecar (
 	id INTEGER PRIMARY KEY CHECK (id = 1),
 	nonce TEXT NOT NULL,
 	boot TEXT NOT NULL,
@@ -113,10 +113,10 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 		return err
 	}
 	var nonce, boot string
-	err := c.QueryRowContext(ctx, `SELECT nonce, boot FROM _writer_sidecar WHERE id = 1`).Scan(&nonce, &boot)
+	err := c.QueryRowContext(ctx, `SELECT nonce, boot FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = c.ExecContext(ctx, `INSERT INTO _writer_sidecar (id, nonce, boot, written_at) VALUES (1, ?, ?, ?)`, p.nonce, bootID(), e.nowMS())
+		_, err = c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at) VALUES (1, ?, ?, ?)`, p.nonce, bootID(), e.nowMS())
 		return err
 	case err != nil:
 		return err
@@ -124,7 +124,7 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 		return nil
 	case boot != bootID():
 		e.logf(slog.LevelInfo, "cleolease: sidecar nonce of another boot or host replaced", "nonce_file", p.path, "boot", boot)
-		_, err = c.ExecContext(ctx, `UPDATE _writer_sidecar SET nonce = ?, boot = ?, written_at = ? WHERE id = 1`, p.nonce, bootID(), e.nowMS())
+		_, err = c.ExecContext(ctx, `UPDATE main._writer_sidecar SET nonce = ?, boot = ?, written_at = ? WHERE id = 1`, p.nonce, bootID(), e.nowMS())
 		return err
 	}
 	return e.errf(op, "", "", ErrSidecarDir, fmt.Sprintf(

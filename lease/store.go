@@ -19,7 +19,7 @@ type row struct {
 
 const activeSQL = `SELECT id, holder_id, holder_pid, epoch, heartbeat_at, ttl_ms, coalesce(holder_start, ''), coalesce(holder_slot, 0),
 	typeof(holder_id) = 'text' AND typeof(epoch) = 'integer'
-FROM _writer_leases WHERE scope = ? AND lane = ? AND active = 1 LIMIT 2`
+FROM main._writer_leases WHERE scope = ? AND lane = ? AND active = 1 LIMIT 2`
 
 // readActive reads the active row of (scope, lane): nil when there is
 // none, also when the lease tables were dropped (the claim that follows
@@ -75,7 +75,7 @@ func (l *laneState) readActive(ctx context.Context) (r *row, err error) {
 func readQueue(ctx context.Context, q querier, scope, lane string) ([]queued, error) {
 	rows, err := q.QueryContext(ctx, `SELECT ticket, holder_id, priority, enqueued_at, holder_pid IS NULL,
 		coalesce(holder_pid, 0), coalesce(holder_start, ''), coalesce(holder_slot, 0), coalesce(ttl_ms, 0), coalesce(arrival, 0)
-		FROM _writer_queue WHERE scope = ? AND lane = ? ORDER BY ticket`, scope, lane)
+		FROM main._writer_queue WHERE scope = ? AND lane = ? ORDER BY ticket`, scope, lane)
 	if missingTable(err) {
 		return nil, nil // dropped: nobody is queued (see readActive)
 	}
@@ -144,7 +144,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	ttl, slot, start := l.holderValues(h, ttl)
 	const fields = grantFields
 	// next is the lane's highest epoch + 1; floor is ?12 (takeoverFloor).
-	const next = `(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
+	const next = `(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
 	const set = fields + `, epoch = max(` + next + `, ?12)`
 	args := []any{l.scope, l.lane, h.ID, h.PID, now, ttl, start, slot}
 	floor := l.takeoverFloor(prev)
@@ -153,18 +153,18 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	if prev != nil {
 		guard := ""
 		if a.ifQueueEmpty {
-			guard = ` AND NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2)`
+			guard = ` AND NOT EXISTS (SELECT 1 FROM main._writer_queue WHERE scope = ?1 AND lane = ?2)`
 		}
 		args = append(args, prev.id, prev.h.ID, prev.epoch, floor)
 		// The common case: no row of the lane carries a higher epoch than
 		// prev, so the next one is prev's + 1. Checked in the statement,
 		// which is several times cheaper than the max() subquery in SET.
-		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+fields+`, epoch = max(?11 + 1, ?12)
+		err = c.QueryRowContext(ctx, `UPDATE main._writer_leases SET `+fields+`, epoch = max(?11 + 1, ?12)
 			WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1`+guard+`
-			AND NOT EXISTS (SELECT 1 FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND epoch > ?11)
+			AND NOT EXISTS (SELECT 1 FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND epoch > ?11)
 			RETURNING id, epoch`, args...).Scan(&g.id, &g.epoch)
 		if err == sql.ErrNoRows && !a.ifQueueEmpty {
-			err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+set+`
+			err = c.QueryRowContext(ctx, `UPDATE main._writer_leases SET `+set+`
 				WHERE id = ?9 AND holder_id = ?10 AND epoch = ?11 AND active = 1 RETURNING id, epoch`,
 				args...).Scan(&g.id, &g.epoch)
 		}
@@ -175,15 +175,15 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 		// The newest released row is reused; one a holder of another boot
 		// released (SET reads the row's values before the update) takes
 		// the floor too (see takeoverFloor).
-		err = c.QueryRowContext(ctx, `UPDATE _writer_leases SET `+fields+`, epoch = max(`+next+`,
+		err = c.QueryRowContext(ctx, `UPDATE main._writer_leases SET `+fields+`, epoch = max(`+next+`,
 				CASE WHEN holder_start IS NOT NULL AND substr(holder_start, 1, length(?10)) <> ?10 THEN ?11 ELSE ?12 END)
-			WHERE id = (SELECT id FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 0 ORDER BY epoch DESC LIMIT 1)
+			WHERE id = (SELECT id FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 0 ORDER BY epoch DESC LIMIT 1)
 			RETURNING id, epoch`, append(args, nil, bootPrefix(), l.epochs.floor(l.e.clock.Now()), floor)...).Scan(&g.id, &g.epoch)
 		if err == sql.ErrNoRows {
-			err = c.QueryRowContext(ctx, `INSERT INTO _writer_leases
+			err = c.QueryRowContext(ctx, `INSERT INTO main._writer_leases
 				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)
 				VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1, 1, ?7, ?8,
-					max((SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM _writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1, ?9))
+					max((SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1, ?9))
 				RETURNING id, epoch`, append(args, l.epochs.floor(l.e.clock.Now()))...).Scan(&g.id, &g.epoch)
 		}
 	}
@@ -195,7 +195,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	}
 	l.epochs.note(g.epoch)
 	if a.dequeue {
-		if _, err := c.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
+		if _, err := c.ExecContext(ctx, `DELETE FROM main._writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, l.scope, l.lane, h.ID); err != nil {
 			return nil, err
 		}
 	}
@@ -216,37 +216,37 @@ func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registratio
 	if r.Enqueued > 0 && r.Enqueued <= now {
 		now = r.Enqueued // aging counts from the arrival, not from the write
 	}
-	_, err := c.ExecContext(ctx, `INSERT INTO _writer_queue
+	_, err := c.ExecContext(ctx, `INSERT INTO main._writer_queue
 		(scope, lane, holder_id, priority, enqueued_at, deadline_at, holder_pid, holder_start, holder_slot, ttl_ms, arrival)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
-		WHERE NOT EXISTS (SELECT 1 FROM _writer_queue WHERE scope = ?1 AND lane = ?2 AND holder_id = ?3)`,
+		WHERE NOT EXISTS (SELECT 1 FROM main._writer_queue WHERE scope = ?1 AND lane = ?2 AND holder_id = ?3)`,
 		scope, lane, r.ID, r.Priority, now, now+r.TTL, r.PID, r.Start, slot, r.TTL, arr)
 	return err
 }
 
 func (l *laneState) queueHasOthers(ctx context.Context) bool {
 	var n int
-	err := l.e.db.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id <> ?)`,
+	err := l.e.db.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM main._writer_queue WHERE scope = ? AND lane = ? AND holder_id <> ?)`,
 		l.scope, l.lane, l.e.holderID).Scan(&n)
 	return err == nil && n == 1
 }
 
 // dequeue removes holder id's queue rows of (scope, lane).
 func dequeue(ctx context.Context, q querier, scope, lane, id string) error {
-	_, err := q.ExecContext(ctx, `DELETE FROM _writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, scope, lane, id)
+	_, err := q.ExecContext(ctx, `DELETE FROM main._writer_queue WHERE scope = ? AND lane = ? AND holder_id = ?`, scope, lane, id)
 	return err
 }
 
 // dropTicket removes the queue row ticket (a dead or departed waiter's).
 func dropTicket(ctx context.Context, q querier, ticket int64) error {
-	_, err := q.ExecContext(ctx, `DELETE FROM _writer_queue WHERE ticket = ?`, ticket)
+	_, err := q.ExecContext(ctx, `DELETE FROM main._writer_queue WHERE ticket = ?`, ticket)
 	return err
 }
 
 // releaseRow frees the active row id if holder id still holds it at
 // epoch: errLostRow otherwise.
 func releaseRow(ctx context.Context, q querier, rowID int64, holderID string, epoch, nowMS int64) error {
-	res, err := q.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
+	res, err := q.ExecContext(ctx, `UPDATE main._writer_leases SET active = 0, reentrancy_depth = 0, heartbeat_at = ?
 		WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, nowMS, rowID, holderID, epoch)
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ func releaseRow(ctx context.Context, q querier, rowID int64, holderID string, ep
 // beatRow refreshes the heartbeat and depth of the active row id if
 // holder id still holds it at epoch: errLostRow otherwise.
 func beatRow(ctx context.Context, q querier, rowID int64, holderID string, epoch int64, depth int, nowMS int64) error {
-	res, err := q.ExecContext(ctx, `UPDATE _writer_leases SET heartbeat_at = ?, reentrancy_depth = ?
+	res, err := q.ExecContext(ctx, `UPDATE main._writer_leases SET heartbeat_at = ?, reentrancy_depth = ?
 		WHERE id = ? AND holder_id = ? AND epoch = ? AND active = 1`, nowMS, depth, rowID, holderID, epoch)
 	if err != nil {
 		return err
@@ -274,7 +274,7 @@ func beatRow(ctx context.Context, q querier, rowID int64, holderID string, epoch
 // freeRow frees the active row id at epoch, whoever holds it (Break),
 // marking it broken (brokenDepth) for the holder it fences.
 func freeRow(ctx context.Context, q querier, rowID, epoch int64) error {
-	_, err := q.ExecContext(ctx, `UPDATE _writer_leases SET active = 0, reentrancy_depth = ? WHERE id = ? AND epoch = ? AND active = 1`,
+	_, err := q.ExecContext(ctx, `UPDATE main._writer_leases SET active = 0, reentrancy_depth = ? WHERE id = ? AND epoch = ? AND active = 1`,
 		brokenDepth, rowID, epoch)
 	return err
 }
@@ -282,11 +282,11 @@ func freeRow(ctx context.Context, q querier, rowID, epoch int64) error {
 // readLanes lists every (scope, lane, highest epoch) with a row or a
 // queue row; a lane with both comes twice.
 func readLanes(ctx context.Context, q querier) (*sql.Rows, error) {
-	return q.QueryContext(ctx, `SELECT scope, lane, max(epoch) FROM _writer_leases GROUP BY scope, lane
-		UNION SELECT scope, lane, 0 FROM _writer_queue ORDER BY 1, 2`)
+	return q.QueryContext(ctx, `SELECT scope, lane, max(epoch) FROM main._writer_leases GROUP BY scope, lane
+		UNION SELECT scope, lane, 0 FROM main._writer_queue ORDER BY 1, 2`)
 }
 
 // readHeld reads acquired_at and reentrancy_depth of row id.
 func readHeld(ctx context.Context, q querier, rowID int64) *sql.Row {
-	return q.QueryRowContext(ctx, `SELECT acquired_at, reentrancy_depth FROM _writer_leases WHERE id = ?`, rowID)
+	return q.QueryRowContext(ctx, `SELECT acquired_at, reentrancy_depth FROM main._writer_leases WHERE id = ?`, rowID)
 }

@@ -16,7 +16,7 @@ import (
 func TestTakeoverFloor(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	floor := t0.UnixMicro()
-	here := bootPrefix() + pidNamespace("self") + "/1//0"
+	here := bootPrefix() + pidNamespace() + "/1//0"
 	self := int64(os.Getpid()) // with start time 1: a reused pid, so dead
 	cases := []struct {
 		name       string

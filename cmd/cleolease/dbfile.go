@@ -111,7 +111,7 @@ func readOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error
 	var fnErr error
 	err := lease.ReadOnly(ctx, path, func(db *sql.DB) error {
 		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master`).Scan(&n); err != nil {
 			return err // not a database: reported as one line below
 		}
 		fnErr = fn(db)
@@ -165,7 +165,7 @@ func leaseFailure(path string, err error) error {
 // leaseTables reports whether the file has cleolease's lease tables.
 func leaseTables(ctx context.Context, db *sql.DB) (bool, error) {
 	var n int
-	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('_writer_leases', '_writer_queue')`).Scan(&n)
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name IN ('_writer_leases', '_writer_queue')`).Scan(&n)
 	return n == 2, err
 }
 
@@ -211,7 +211,7 @@ func readMigrationState(ctx context.Context, q interface {
 }, table string) (migrationState, error) {
 	st := migrationState{Table: table}
 	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
 		return st, err
 	}
 	if n == 0 {
