@@ -94,11 +94,16 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 					// ringing it again.
 					c.registered = false
 					return nil, true, nil
-				case r.h.ID != c.rung || nudged:
-					// A new holder, or one that was not holding yet when
-					// our registration reached it: tell it someone waits.
+				case r.h.ID != c.rung || nudged || (c.rungEpoch != 0 && r.epoch != c.rungEpoch):
+					// A new holder, one that was not holding yet when our
+					// registration reached it, or the same holder at a
+					// new epoch (it released the lane and took it again:
+					// the registration it had, if any, went with the
+					// release): tell it someone waits.
 					c.rung, c.rungEpoch = r.h.ID, r.epoch
 					c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
+				case c.rungEpoch == 0:
+					c.rungEpoch = r.epoch
 				}
 			}
 			if r != nil && r.h.ID != l.e.holderID {

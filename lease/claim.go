@@ -27,6 +27,7 @@ type claimRun struct {
 	confirm    Confirmer    // the caller's connection, to confirm a grant datagram in (nil: none)
 	begun      bool         // the grant was confirmed inside a transaction opened on confirm
 	seenEpoch  int64        // the lane's epoch at the claim's last look (0: none yet)
+	seenHolder string       // and its holder then
 	enqueueDue bool         // await's retry timer is the self-enqueue deadline (see progressed)
 	unsettled  bool         // quit left without the write lock: the lane settles (settle.go)
 	quitSeen   rowRef       // the row quit read, when unsettled
@@ -152,7 +153,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	if r.h.ID == l.e.holderID {
 		return false
 	}
-	c.rung, c.rungEpoch, c.seenEpoch = r.h.ID, r.epoch, r.epoch
+	c.rung, c.rungEpoch, c.seenEpoch, c.seenHolder = r.h.ID, r.epoch, r.epoch, r.h.ID
 	c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
 	c.watchExit(r.h.PID)
 	dead, _ := l.reclaimable(r)
@@ -177,7 +178,7 @@ func (c *claimRun) ringPassed() bool {
 	if held || p.to.ID == "" || p.to.ID == l.e.holderID || time.Since(p.at) > passedFresh {
 		return false // (an older one has likely moved on: read the row)
 	}
-	c.rung, c.rungEpoch, c.seenEpoch = p.to.ID, p.epoch, p.epoch
+	c.rung, c.rungEpoch, c.seenEpoch, c.seenHolder = p.to.ID, p.epoch, p.epoch, p.to.ID
 	c.registered = l.e.bell.ringWaiting(p.to.ID, c.reg)
 	if !c.registered {
 		return false

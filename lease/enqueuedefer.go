@@ -13,9 +13,15 @@ package lease
 // waiter (exit watch), which then claims at once.
 
 // progressed reports whether the lane's row r shows a hand-off since the
-// claim's last look (its epoch moved on), and notes r's epoch.
+// claim's last look — its epoch moved on, to another holder — and notes
+// r. A holder that released the lane and took it again (its epoch moved,
+// its id did not) carried no registration: it may never have had this
+// waiter's (a lost datagram), and a release forwards none to itself. Taken
+// for progress, such a move put the queue row off at every look while the
+// waiter stayed unknown to every hand-off (issue 28: found by the
+// simulation's starvation check).
 func (c *claimRun) progressed(r *row) bool {
-	moved := c.seenEpoch != 0 && r.epoch != c.seenEpoch
-	c.seenEpoch = r.epoch
+	moved := c.seenEpoch != 0 && r.epoch != c.seenEpoch && r.h.ID != c.seenHolder
+	c.seenEpoch, c.seenHolder = r.epoch, r.h.ID
 	return moved
 }
