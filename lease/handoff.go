@@ -24,10 +24,10 @@ func (l *laneState) head(ctx context.Context, c *sql.Conn, regs []registration) 
 }
 
 // first is head for the waiters ws; c may be nil when none has a row.
-// Waiters are judged by stillWaiting (a registration must prove it waits).
+// Waiters are judged by waits (a registration must prove it waits).
 func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *queued, gone []string, err error) {
 	i, skipped := pick(ws, l.e.nowMS(), l.e.holderID, func(w queued) bool {
-		return l.e.probe(w.h).alive() && l.stillWaiting(w.h, w.row)
+		return l.waits(w.h, w.row)
 	})
 	for _, j := range skipped {
 		if ws[j].row && c != nil {
@@ -41,6 +41,18 @@ func (l *laneState) first(ctx context.Context, c *sql.Conn, ws []queued) (hd *qu
 		return nil, gone, nil
 	}
 	return &ws[i], gone, nil
+}
+
+// waits reports whether the waiter h may be granted the lane: it still
+// waits (stillWaiting: its want byte, held by a live process, or, for a
+// waiter known from its queue row, the benefit of the doubt when the byte
+// cannot be tested) and it is not provably gone. A waiter whose liveness
+// cannot be told (another pid namespace whose lock this process cannot
+// test, a process the OS hides) is not taken for dead: dropping it would
+// leave a live waiter out of every hand-off for good; granting a dead one
+// costs the other waiters the TTL rule (reclaimDecision).
+func (l *laneState) waits(h holder, fromRow bool) bool {
+	return l.stillWaiting(h, fromRow) && !l.e.probe(h).dead()
 }
 
 // handOff releases this process's row and, in the same transaction, grants
@@ -74,7 +86,7 @@ func (l *laneState) handOff(g *grant, why string) {
 		rang, gone = "", nil // this body runs again after SQLITE_BUSY
 		// Checked again inside the transaction: a waiter that gave up
 		// meanwhile is never granted the lane (see leaveQueue).
-		if cand != nil && (!l.stillWaiting(cand.h, false) || !l.e.probe(cand.h).alive()) {
+		if cand != nil && !l.waits(cand.h, false) {
 			gone0 = append(gone0, cand.h.ID)
 			cand = nil
 		}

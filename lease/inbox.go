@@ -181,7 +181,7 @@ func (l *laneState) flushPending(ctx context.Context, c *sql.Conn) error {
 	now := l.e.nowMS()
 	for _, r := range regs {
 		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
-		if !l.stillWaiting(h, false) || !l.e.probe(h).alive() {
+		if !l.waits(h, false) {
 			continue
 		}
 		if err := enqueue(ctx, c, l.scope, l.lane, r, now); err != nil {
@@ -201,7 +201,7 @@ func (l *laneState) forwardPending(to string) {
 	for _, r := range l.takePending() {
 		h := holder{ID: r.ID, PID: r.PID, Start: r.Start, Slot: r.Slot}
 		switch {
-		case r.ID == to || !l.stillWaiting(h, false) || !l.e.probe(h).alive():
+		case r.ID == to || !l.waits(h, false):
 			// Served, gave up, or gone.
 		case to == "":
 			l.e.bell.ringLook(r.ID, r.Scope, r.Lane)
