@@ -778,6 +778,7 @@ func (r *ledgerRun) check(samples []rowSample) summary {
 
 	// The writers' logs: acknowledgements, errors and operations.
 	idle := idleInput{samples: samples, ends: r.ends, end: now()}
+	var quiets []stopRec
 	for _, st := range r.stops {
 		x := *st
 		if x.to < 0 {
@@ -792,6 +793,7 @@ func (r *ledgerRun) check(samples []rowSample) summary {
 		s.ambiguous += wl.ambiguous
 		addStats(&s.stats, wl.stats)
 		idle.ops = append(idle.ops, wl.ops...)
+		quiets = append(quiets, wl.quiets...)
 		for _, a := range acks {
 			s.acked++
 			is := byUID[a.uid]
@@ -818,6 +820,7 @@ func (r *ledgerRun) check(samples []rowSample) summary {
 	}
 
 	// The giveup fault's operations, and the idle lane.
+	s.events["giveup:quiet"] += len(quiets)
 	for _, o := range idle.ops {
 		if o.giveUp {
 			s.events["giveup"]++
@@ -834,7 +837,7 @@ func (r *ledgerRun) check(samples []rowSample) summary {
 		if run.len() > *flagIdleBound {
 			// The first few in detail: each explanation is long.
 			if explained++; explained <= 3 {
-				violate("idle-lane", "%s", r.explainIdle(run, idle))
+				violate("idle-lane", "%s", r.explainIdle(run, idle, quiets))
 			} else {
 				violate("idle-lane", "idle lane: live writers waited %s from %s to %s while no process held the lane",
 					run.len().Round(time.Millisecond), relTime(run.from, r.start), relTime(run.to, r.start))
@@ -884,7 +887,7 @@ func (r *ledgerRun) explainWait(o opRec, d time.Duration, in idleInput, res idle
 
 // explainIdle describes an idle run: who waited, who held the row, who was
 // stopped, and what the nemesis did from 2 s before it to its end.
-func (r *ledgerRun) explainIdle(run span, in idleInput) string {
+func (r *ledgerRun) explainIdle(run span, in idleInput, quiets []stopRec) string {
 	who := map[int64]string{int64(os.Getpid()): "the test process"}
 	for _, o := range in.ops {
 		who[o.pid] = fmt.Sprintf("w%d pid %d", o.writer, o.pid)
@@ -935,10 +938,15 @@ func (r *ledgerRun) explainIdle(run span, in idleInput) string {
 		}
 		return name(pid) + held
 	}))
-	b.WriteString("\n\tstopped:")
-	for _, st := range in.stops {
-		if st.from < run.to && st.to > run.from-2*int64(time.Second/time.Microsecond) {
-			fmt.Fprintf(&b, " %s %s–%s;", name(st.pid), relTime(st.from, r.start), relTime(st.to, r.start))
+	for _, x := range []struct {
+		what  string
+		spans []stopRec
+	}{{"stopped", in.stops}, {"quiet (giveup think time)", quiets}} {
+		fmt.Fprintf(&b, "\n\t%s:", x.what)
+		for _, st := range x.spans {
+			if st.from < run.to && st.to > run.from-2*int64(time.Second/time.Microsecond) {
+				fmt.Fprintf(&b, " %s %s–%s;", name(st.pid), relTime(st.from, r.start), relTime(st.to, r.start))
+			}
 		}
 	}
 	b.WriteString(r.nemesisAround(run))
@@ -971,6 +979,7 @@ type writerLog struct {
 	ambiguous int64
 	stats     lease.Stats
 	ops       []opRec
+	quiets    []stopRec // the giveup fault's think times (goQuiet)
 }
 
 // readLog parses the ack log of writer idx. A line without its newline (a
@@ -1021,6 +1030,15 @@ func readLog(t *testing.T, path string, idx int) (wl writerLog) {
 			pid, _ = strconv.ParseInt(rest, 10, 64)
 			clear(ops)
 		case "H":
+		case "Q":
+			f := strings.Fields(rest)
+			if len(f) != 2 {
+				t.Errorf("%s: bad quiet line %q", path, line)
+				continue
+			}
+			from, _ := strconv.ParseInt(f[0], 10, 64)
+			to, _ := strconv.ParseInt(f[1], 10, 64)
+			wl.quiets = append(wl.quiets, stopRec{writer: idx, pid: pid, from: from, to: to})
 		case "W":
 			f := strings.Fields(rest)
 			if len(f) != 4 {

@@ -121,10 +121,13 @@ type writer struct {
 	idx    int
 	pid    int64
 	giveUp bool       // the giveup fault is on: some operations get a 0–20 ms deadline
-	mu     sync.Mutex // serialises log writes
-	log    *os.File
-	out    *bufio.Writer
-	stop   chan struct{}
+	mu     sync.Mutex // serialises log writes; guards quietUntil
+	// quietUntil: after an operation of the giveup fault gave up, the
+	// process sometimes starts no operation until then (goQuiet).
+	quietUntil time.Time
+	log        *os.File
+	out        *bufio.Writer
+	stop       chan struct{}
 }
 
 func writerMain() int {
@@ -243,6 +246,7 @@ func (w *writer) stream(g int, rng *rand.Rand) {
 	e := entry{stream: name, n: w.lastN(name) + 1}
 	var seq int64
 	for !w.stopped() {
+		w.awaitQuiet()
 		seq++
 		giveUp := w.giveUp && rng.IntN(4) == 0
 		id := fmt.Sprintf("%d.%d", g, seq)
@@ -271,6 +275,49 @@ func opTimeout(rng *rand.Rand, giveUp bool) time.Duration {
 // giveUpMax bounds the deadline of the giveup fault's operations.
 const giveUpMax = 20 * time.Millisecond
 
+// goQuiet is the giveup fault's think time: after an operation gave up
+// waiting, the whole process sometimes starts no operation for a while,
+// as an application that gave up and does not come back at once. A grant
+// written for the claim that gave up then stays with a process that is
+// not about to claim again, which finds it only if the lease engine does.
+// A third of the time it goes quiet, for 0–2 s (so that a grant it missed
+// would leave the lane idle past the 1 s bound half of those times).
+// Logged as "Q <from µs> <until µs>".
+func (w *writer) goQuiet(rng *rand.Rand) {
+	if rng.IntN(3) != 0 {
+		return
+	}
+	from := time.Now()
+	until := from.Add(time.Duration(rng.Int64N(int64(2 * time.Second))))
+	w.mu.Lock()
+	w.quietUntil = maxTime(w.quietUntil, until)
+	w.mu.Unlock()
+	w.line(fmt.Sprintf("Q %d %d\n", from.UnixMicro(), until.UnixMicro()), false)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// awaitQuiet waits out the process's think time, if any (goQuiet).
+func (w *writer) awaitQuiet() {
+	w.mu.Lock()
+	d := time.Until(w.quietUntil)
+	w.mu.Unlock()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.stop:
+	}
+}
+
 // single writes e in one plain transaction or one autocommit Exec.
 func (w *writer) single(e entry, mode, id string, giveUp bool, rng *rand.Rand) entry {
 	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane), opTimeout(rng, giveUp))
@@ -285,6 +332,9 @@ func (w *writer) single(e entry, mode, id string, giveUp bool, rng *rand.Rand) e
 	}
 	o.end()
 	if err != nil {
+		if giveUp && !o.granted {
+			w.goQuiet(rng)
+		}
 		return w.failed(ctx, e, mode, giveUp, err)
 	}
 	w.ack(e, epoch, mode)
@@ -307,6 +357,9 @@ func (w *writer) leased(e entry, id string, giveUp bool, rng *rand.Rand) entry {
 	if err != nil {
 		o.end()
 		w.logErr(classify(ctx, err), "acquire", err)
+		if giveUp {
+			w.goQuiet(rng)
+		}
 		return e
 	}
 	o.grant(now())
