@@ -208,6 +208,7 @@ func (r *ledgerRun) flood(rng *rand.Rand, wg *sync.WaitGroup) {
 			r.note(at, "flood", fmt.Sprintf("%s for %s: %d datagrams sent, %d refused (queue full), %d failed",
 				strings.Join(names, " and "), d.Round(time.Millisecond), sent, full, failed))
 			r.count("flood-datagrams", sent)
+			r.count("flood-refused-full", full)
 		}
 	}()
 }
