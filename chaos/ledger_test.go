@@ -118,8 +118,8 @@ func TestChaosLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d, %d writers × %d goroutines, %s of nemesis over %d phases, faults %s, idle bound %s, files in %s",
-		seed, *flagWriters, *flagGoroutines, total, len(run), faults, *flagIdleBound, dir)
+	t.Logf("seed %d, %d writers × %d goroutines, %s of nemesis over %d phases, faults %s, idle bound %s, wait bound %s, files in %s",
+		seed, *flagWriters, *flagGoroutines, total, len(run), faults, *flagIdleBound, *flagWaitBound, dir)
 	var sum summary
 	start := time.Now()
 	for i, p := range run {
@@ -424,7 +424,8 @@ func runPhase(t *testing.T, ph phase, dir string, faults faultSet, d time.Durati
 	r.nemesis(d, rand.New(rand.NewPCG(seed, 0xc4a05)))
 
 	// Calm: with the nemesis gone, every writer must make progress again.
-	// The bound is generous; missing it means a writer is stuck (deadlock).
+	// The bound is generous; missing it means a writer is stuck (deadlock)
+	// or starved (the wait check then says so).
 	if lagging := r.awaitProgress(3, 2*time.Minute); len(lagging) > 0 {
 		r.dumpStacks()
 		t.Errorf("no progress after the nemesis stopped: writers %v acknowledged fewer than 3 entries in 2m: stuck or starved (stacks in %s/*.stderr; the wait check below tells starved from stuck)", lagging, dir)
