@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,8 +114,12 @@ func TestChaosLedger(t *testing.T) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d, %d writers × %d goroutines, %s of nemesis over %d phases, files in %s",
-		seed, *flagWriters, *flagGoroutines, total, len(run), dir)
+	faults, err := chaosFaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d, %d writers × %d goroutines, %s of nemesis over %d phases, faults %s, idle bound %s, wait bound %s, files in %s",
+		seed, *flagWriters, *flagGoroutines, total, len(run), faults, *flagIdleBound, *flagWaitBound, dir)
 	var sum summary
 	start := time.Now()
 	for i, p := range run {
@@ -123,7 +128,7 @@ func TestChaosLedger(t *testing.T) {
 			if err := os.MkdirAll(pdir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			s := runPhase(t, p, pdir, total/time.Duration(len(run)), seed+uint64(i)*7919)
+			s := runPhase(t, p, pdir, faults, total/time.Duration(len(run)), seed+uint64(i)*7919)
 			sum.add(s)
 		})
 	}
@@ -144,15 +149,34 @@ type proc struct {
 	cmd     *exec.Cmd
 	stdin   interface{ Close() error }
 	stopped *exec.Cmd // the incarnation currently SIGSTOPped, if any
+	stop    *stopRec  // its stop, ended at SIGCONT or SIGKILL
 	starts  int
+	holder  string // the current incarnation's holder id, once it printed it
 
 	acks     atomic.Int64 // acknowledgements seen on stdout, all incarnations
 	progress chan struct{}
 }
 
-// ackCounter counts the "A" lines a writer prints after each fsynced ack.
+// pid is the current incarnation's pid.
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
+// holderID is the current incarnation's holder id ("" until it printed
+// it).
+func (p *proc) holderID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holder
+}
+
+// ackCounter counts the "A" lines a writer prints after each fsynced ack,
+// and learns the holder id from its "H" line.
 type ackCounter struct {
 	p    *proc
+	cmd  *exec.Cmd // the incarnation whose stdout this is
 	part []byte
 }
 
@@ -163,12 +187,20 @@ func (a *ackCounter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		if string(a.part[:i]) == "A" {
+		line := string(a.part[:i])
+		if line == "A" {
 			a.p.acks.Add(1)
 			select {
 			case a.p.progress <- struct{}{}:
 			default:
 			}
+		}
+		if id, ok := strings.CutPrefix(line, "H "); ok {
+			a.p.mu.Lock()
+			if a.p.cmd == a.cmd {
+				a.p.holder = id
+			}
+			a.p.mu.Unlock()
 		}
 		a.part = a.part[i+1:]
 	}
@@ -187,13 +219,16 @@ func (p *proc) start() error {
 		envLog+"="+p.log,
 		envSeed+"="+strconv.FormatUint(p.r.seed+uint64(p.idx)*1_000_003+uint64(p.starts), 10),
 	)
+	if p.r.faults["giveup"] {
+		cmd.Env = append(cmd.Env, envGiveUp+"=1")
+	}
 	errf, err := os.OpenFile(p.log+".stderr", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer errf.Close()
 	cmd.Stderr = errf
-	cmd.Stdout = &ackCounter{p: p}
+	cmd.Stdout = &ackCounter{p: p, cmd: cmd}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -201,11 +236,12 @@ func (p *proc) start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.cmd, p.stdin = cmd, in
+	p.cmd, p.stdin, p.holder = cmd, in, ""
 	return nil
 }
 
-// kill SIGKILLs the current incarnation, reaps it and starts the next.
+// kill SIGKILLs the current incarnation, reaps it and starts the next. The
+// time it was reaped ends its open operations (and its stop, if stopped).
 func (p *proc) kill() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -213,14 +249,20 @@ func (p *proc) kill() error {
 		return err
 	}
 	p.cmd.Wait()
+	at := now()
+	p.r.reaped(int64(p.cmd.Process.Pid), at)
+	if p.stop != nil {
+		p.r.stopEnded(p.stop, at)
+		p.stop = nil
+	}
 	p.stopped = nil
 	return p.start()
 }
 
 // pause SIGSTOPs the current incarnation for d, then SIGCONTs it (unless it
-// was killed meanwhile). It reports false when the writer was already
-// stopped.
-func (p *proc) pause(d time.Duration) bool {
+// was killed meanwhile), recording the stop. It reports false when the
+// writer was already stopped.
+func (p *proc) pause(d time.Duration, kind string) bool {
 	p.mu.Lock()
 	if p.stopped != nil {
 		p.mu.Unlock()
@@ -232,12 +274,14 @@ func (p *proc) pause(d time.Duration) bool {
 		return false
 	}
 	p.stopped = cmd
+	p.stop = p.r.stopStarted(p.idx, int64(cmd.Process.Pid), now(), kind, d)
 	p.mu.Unlock()
 	time.Sleep(d) // the nemesis' pacing: how long the writer stays frozen
 	p.mu.Lock()
 	if p.stopped == cmd {
+		p.r.stopEnded(p.stop, now())
 		cmd.Process.Signal(syscall.SIGCONT)
-		p.stopped = nil
+		p.stopped, p.stop = nil, nil
 	}
 	p.mu.Unlock()
 	return true
@@ -247,24 +291,87 @@ func (p *proc) pause(d time.Duration) bool {
 // One phase.
 
 type ledgerRun struct {
-	t     *testing.T
-	ph    phase
-	dir   string
-	path  string
-	dsn   string
-	seed  uint64
-	db    *sql.DB // the test's own cleolease handle: schema, cleolease.Break
-	procs []*proc
+	t      *testing.T
+	ph     phase
+	dir    string
+	path   string
+	dsn    string
+	seed   uint64
+	faults faultSet
+	start  int64   // when the phase started (now())
+	db     *sql.DB // the test's own cleolease handle: schema, cleolease.Break
+	procs  []*proc
+	mon    *rowMonitor
 
 	evMu   sync.Mutex
 	events map[string]int
-	odd    []string // unexpected nemesis errors
+	notes  []note          // what the nemesis did, when
+	stops  []*stopRec      // every SIGSTOP, until its SIGCONT or SIGKILL
+	ends   map[int64]int64 // pid → when a killed writer was reaped
+	odd    []string        // unexpected nemesis errors
 }
 
-func (r *ledgerRun) event(kind string) {
+// note is one thing the nemesis did (or saw), for the idle check's report.
+type note struct {
+	at   int64
+	text string
+}
+
+// note records an event of kind at, counted in the summary, and its detail.
+func (r *ledgerRun) note(at int64, kind, detail string) {
 	r.evMu.Lock()
 	r.events[kind]++
+	r.notes = append(r.notes, note{at, strings.TrimSpace(kind + " " + detail)})
 	r.evMu.Unlock()
+}
+
+// logNote records what happened at, without counting it.
+func (r *ledgerRun) logNote(at int64, text string) {
+	r.evMu.Lock()
+	r.notes = append(r.notes, note{at, text})
+	r.evMu.Unlock()
+}
+
+// count adds n to the summary's count of kind.
+func (r *ledgerRun) count(kind string, n int) {
+	r.evMu.Lock()
+	r.events[kind] += n
+	r.evMu.Unlock()
+}
+
+// stopStarted records that writer idx (pid) was SIGSTOPped at for d.
+func (r *ledgerRun) stopStarted(idx int, pid, at int64, kind string, d time.Duration) *stopRec {
+	s := &stopRec{writer: idx, pid: pid, from: at, to: -1}
+	r.evMu.Lock()
+	r.stops = append(r.stops, s)
+	r.evMu.Unlock()
+	r.note(at, kind, fmt.Sprintf("w%d pid %d for %s", idx, pid, d.Round(time.Millisecond)))
+	return s
+}
+
+// stopEnded records that the stop s ended at (SIGCONT, or SIGKILL).
+func (r *ledgerRun) stopEnded(s *stopRec, at int64) {
+	r.evMu.Lock()
+	s.to = at
+	r.evMu.Unlock()
+	r.logNote(at, fmt.Sprintf("cont w%d pid %d", s.writer, s.pid))
+}
+
+// reaped records that a killed writer pid was reaped at.
+func (r *ledgerRun) reaped(pid, at int64) {
+	r.evMu.Lock()
+	r.ends[pid] = at
+	r.evMu.Unlock()
+}
+
+// whoHolder names the writer whose holder id is id, as far as known.
+func (r *ledgerRun) whoHolder(id string) string {
+	for _, p := range r.procs {
+		if p.holderID() == id {
+			return fmt.Sprintf("w%d", p.idx)
+		}
+	}
+	return "(" + id + ")"
 }
 
 func (r *ledgerRun) oddity(format string, args ...any) {
@@ -273,12 +380,13 @@ func (r *ledgerRun) oddity(format string, args ...any) {
 	r.evMu.Unlock()
 }
 
-func runPhase(t *testing.T, ph phase, dir string, d time.Duration, seed uint64) summary {
+func runPhase(t *testing.T, ph phase, dir string, faults faultSet, d time.Duration, seed uint64) summary {
 	path := filepath.Join(dir, "ledger.db")
 	r := &ledgerRun{
-		t: t, ph: ph, dir: dir, path: path, seed: seed,
+		t: t, ph: ph, dir: dir, path: path, seed: seed, faults: faults, start: now(),
 		dsn:    "file:" + path + "?_lease_mode=require&_lease_scope=" + ledgerScope + "&_lease_lane=" + ledgerLane + "&" + ph.params,
 		events: map[string]int{},
+		ends:   map[int64]int64{},
 	}
 	db, err := sql.Open("cleolease", r.dsn)
 	if err != nil {
@@ -289,6 +397,8 @@ func runPhase(t *testing.T, ph phase, dir string, d time.Duration, seed uint64) 
 	if _, err := db.Exec(ledgerSchema); err != nil {
 		t.Fatalf("schema: %v", err)
 	}
+	r.mon = startMonitor(t, path)
+	defer r.mon.close()
 	for i := range *flagWriters {
 		p := &proc{r: r, idx: i, log: filepath.Join(dir, fmt.Sprintf("writer%d.log", i)), progress: make(chan struct{}, 1)}
 		p.mu.Lock()
@@ -314,10 +424,11 @@ func runPhase(t *testing.T, ph phase, dir string, d time.Duration, seed uint64) 
 	r.nemesis(d, rand.New(rand.NewPCG(seed, 0xc4a05)))
 
 	// Calm: with the nemesis gone, every writer must make progress again.
-	// The bound is generous; missing it means a writer is stuck (deadlock).
-	if !r.awaitProgress(3, 2*time.Minute) {
+	// The bound is generous; missing it means a writer is stuck (deadlock)
+	// or starved (the wait check then says so).
+	if lagging := r.awaitProgress(3, 2*time.Minute); len(lagging) > 0 {
 		r.dumpStacks()
-		t.Errorf("no progress after the nemesis stopped: a writer is stuck (stacks in %s/*.stderr)", dir)
+		t.Errorf("no progress after the nemesis stopped: writers %v acknowledged fewer than 3 entries in 2m: stuck or starved (stacks in %s/*.stderr; the wait check below tells starved from stuck)", lagging, dir)
 	}
 	// Shut the writers down cleanly (stdin closed); they must exit.
 	done := make(chan struct{})
@@ -340,13 +451,14 @@ func runPhase(t *testing.T, ph phase, dir string, d time.Duration, seed uint64) 
 		t.Errorf("writers did not exit after stdin closed: stuck (stacks in %s/*.stderr)", dir)
 	}
 	db.Close()
-	s := r.check()
+	samples := r.mon.close()
+	s := r.check(samples)
 	s.wall = time.Since(started)
 	t.Logf("%s: %s", ph.name, s.String())
 	return s
 }
 
-// nemesis injects faults at random for d.
+// nemesis injects the enabled faults at random for d (see nemesisFaults).
 func (r *ledgerRun) nemesis(d time.Duration, rng *rand.Rand) {
 	var pauses sync.WaitGroup
 	end := time.Now().Add(d)
@@ -354,14 +466,15 @@ func (r *ledgerRun) nemesis(d time.Duration, rng *rand.Rand) {
 		// Pacing: 20–300 ms between faults.
 		time.Sleep(20*time.Millisecond + time.Duration(rng.Int64N(int64(280*time.Millisecond))))
 		p := r.procs[rng.IntN(len(r.procs))]
-		switch k := rng.IntN(100); {
-		case k < 20:
+		switch r.faults.pickAction(rng) {
+		case "kill":
+			at, old := now(), p.pid()
 			if err := p.kill(); err != nil {
 				r.oddity("kill/restart writer %d: %v", p.idx, err)
 				continue
 			}
-			r.event("kill")
-		case k < 55:
+			r.note(at, "kill", fmt.Sprintf("w%d pid %d, restarted as pid %d", p.idx, old, p.pid()))
+		case "stop":
 			// Pauses: mostly below the TTL, a third up to 4×TTL, a few
 			// up to 2 s.
 			var pd time.Duration
@@ -380,14 +493,16 @@ func (r *ledgerRun) nemesis(d time.Duration, rng *rand.Rand) {
 			pauses.Add(1)
 			go func() {
 				defer pauses.Done()
-				if p.pause(pd) {
-					r.event(kind)
-				}
+				p.pause(pd, kind)
 			}()
-		case k < 85:
+		case "break-api":
 			r.breakAPI()
-		default:
+		case "break-engine":
 			r.breakEngine()
+		case "sidecar":
+			r.removeSidecar(rng)
+		case "flood":
+			r.flood(rng, &pauses)
 		}
 	}
 	pauses.Wait()
@@ -397,17 +512,18 @@ func (r *ledgerRun) nemesis(d time.Duration, rng *rand.Rand) {
 func (r *ledgerRun) breakAPI() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	at := now()
 	h, err := cleolease.Break(ctx, r.db, ledgerScope, ledgerLane, true)
 	switch {
 	case err != nil && classify(ctx, err) == classCtx:
 		// A frozen writer holding SQLite's write lock blocks the break.
-		r.event("break-api:timeout")
+		r.note(at, "break-api:timeout", "")
 	case err != nil:
 		r.oddity("cleolease.Break: %v", err)
 	case h == nil:
-		r.event("break-api:free")
+		r.note(at, "break-api:free", "")
 	default:
-		r.event("break-api")
+		r.note(at, "break-api", fmt.Sprintf("broke pid %d epoch %d (done %s)", h.PID, h.Epoch, relTime(now(), r.start)))
 	}
 }
 
@@ -416,38 +532,48 @@ func (r *ledgerRun) breakAPI() {
 func (r *ledgerRun) breakEngine() {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"=breaker", envPath+"="+r.path)
+	at := now()
 	out, err := cmd.Output()
 	line := strings.TrimSpace(string(out))
 	switch {
 	case err != nil:
 		r.oddity("breaker process: %v (%s)", err, line)
 	case line == "B free":
-		r.event("break-engine:free")
+		r.note(at, "break-engine:free", "")
 	case strings.HasPrefix(line, "B "):
-		r.event("break-engine")
+		r.note(at, "break-engine", fmt.Sprintf("%s (done %s)", line, relTime(now(), r.start)))
 	case strings.HasPrefix(line, "E "+classCtx+" "):
-		r.event("break-engine:timeout")
+		r.note(at, "break-engine:timeout", "")
 	default:
 		r.oddity("breaker process: %s", line)
 	}
 }
 
 // awaitProgress waits until every writer acknowledged n more entries. It
-// gives up after limit (a generous liveness bound, not a timing claim).
-func (r *ledgerRun) awaitProgress(n int64, limit time.Duration) bool {
+// gives up after limit (a generous liveness bound, not a timing claim) and
+// returns the writers that did not.
+func (r *ledgerRun) awaitProgress(n int64, limit time.Duration) (lagging []int) {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
-	for _, p := range r.procs {
-		target := p.acks.Load() + n
-		for p.acks.Load() < target {
+	targets := make([]int64, len(r.procs))
+	for i, p := range r.procs {
+		targets[i] = p.acks.Load() + n
+	}
+	for i, p := range r.procs {
+		for p.acks.Load() < targets[i] {
 			select {
 			case <-p.progress:
 			case <-deadline.C:
-				return false
+				for j, q := range r.procs {
+					if q.acks.Load() < targets[j] {
+						lagging = append(lagging, q.idx)
+					}
+				}
+				return lagging
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 // dumpStacks makes every live writer print its goroutines to its stderr
@@ -473,6 +599,10 @@ type summary struct {
 	stats                     lease.Stats
 	violations                int
 	wall                      time.Duration
+	idleLongest               time.Duration // the idle check's longest idle wait
+	idleExcluded              time.Duration // the time it excluded (a stopped process held the row)
+	waitLongest               time.Duration // the wait check's longest wait of one operation
+	waitBlocked               time.Duration // the time it excluded (a stopped process held the row or a hold)
 }
 
 func (s *summary) add(o summary) {
@@ -485,6 +615,10 @@ func (s *summary) add(o summary) {
 	s.starts += o.starts
 	s.violations += o.violations
 	s.wall += o.wall
+	s.idleLongest = max(s.idleLongest, o.idleLongest)
+	s.idleExcluded += o.idleExcluded
+	s.waitLongest = max(s.waitLongest, o.waitLongest)
+	s.waitBlocked += o.waitBlocked
 	for _, m := range []struct {
 		dst *map[string]int
 		src map[string]int
@@ -529,10 +663,13 @@ func kv(m map[string]int) string {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued since the first entry's=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | violations=%d %s | %s",
+	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued since the first entry's=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | idle lane: longest wait %s (bound %s), excluded %s (a stopped process's row) | waits: longest %s (bound %s), blocked %s (a stopped process's row or hold) | violations=%d %s | %s",
 		s.entries, s.acked, s.ambiguous, s.epochs, s.issued, s.starts, kv(s.events), kv(s.errors), kv(s.modes),
 		s.stats.Grants, s.stats.Claims, s.stats.Handoffs, s.stats.Lost, s.stats.Fenced, s.stats.Unavailable,
-		s.stats.ReclaimDead, s.stats.ReclaimTTL, s.stats.DeadWaiters, s.violations, kv(s.vkinds), s.wall.Round(time.Second))
+		s.stats.ReclaimDead, s.stats.ReclaimTTL, s.stats.DeadWaiters,
+		s.idleLongest.Round(time.Millisecond), *flagIdleBound, s.idleExcluded.Round(time.Millisecond),
+		s.waitLongest.Round(time.Millisecond), *flagWaitBound, s.waitBlocked.Round(time.Millisecond),
+		s.violations, kv(s.vkinds), s.wall.Round(time.Second))
 }
 
 type ledgerRow struct {
@@ -553,8 +690,8 @@ type ack struct {
 }
 
 // check reads the file and the ack logs after the writers exited and
-// reports every violation.
-func (r *ledgerRun) check() summary {
+// reports every violation; samples are the monitor's (the idle check).
+func (r *ledgerRun) check(samples []rowSample) summary {
 	t := r.t
 	s := summary{events: r.events, errors: map[string]int{}, modes: map[string]int{}, vkinds: map[string]int{}}
 	violate := func(kind, format string, args ...any) {
@@ -648,12 +785,24 @@ func (r *ledgerRun) check() summary {
 		violate("two-active", "%d active rows for the lane", active)
 	}
 
-	// The writers' logs: acknowledgements and errors.
+	// The writers' logs: acknowledgements, errors and operations.
+	idle := idleInput{samples: samples, ends: r.ends, end: now()}
+	var quiets []stopRec
+	for _, st := range r.stops {
+		x := *st
+		if x.to < 0 {
+			x.to = idle.end
+		}
+		idle.stops = append(idle.stops, x)
+	}
 	for _, p := range r.procs {
 		s.starts += p.starts
-		acks, errs, ambiguous, stats := readLog(t, p.log)
-		s.ambiguous += ambiguous
-		addStats(&s.stats, stats)
+		wl := readLog(t, p.log, p.idx)
+		acks, errs := wl.acks, wl.errs
+		s.ambiguous += wl.ambiguous
+		addStats(&s.stats, wl.stats)
+		idle.ops = append(idle.ops, wl.ops...)
+		quiets = append(quiets, wl.quiets...)
 		for _, a := range acks {
 			s.acked++
 			is := byUID[a.uid]
@@ -678,14 +827,186 @@ func (r *ledgerRun) check() summary {
 			}
 		}
 	}
+
+	// The giveup fault's operations, and the idle lane.
+	if r.faults["giveup"] {
+		s.events["giveup:quiet"] += len(quiets)
+	}
+	for _, o := range idle.ops {
+		if o.giveUp {
+			s.events["giveup"]++
+			if o.g == 0 && o.x > 0 {
+				s.events["giveup:gave-up"]++
+			}
+		}
+	}
+	res := analyzeIdle(idle)
+	s.idleLongest, s.idleExcluded = res.longest.len(), res.excluded.total()
+	s.waitLongest, s.waitBlocked = res.longestWait, res.blocked.total()
+	explained := 0
+	for _, run := range res.idle {
+		if run.len() > *flagIdleBound {
+			// The first few in detail: each explanation is long.
+			if explained++; explained <= 3 {
+				violate("idle-lane", "%s", r.explainIdle(run, idle, quiets))
+			} else {
+				violate("idle-lane", "idle lane: live writers waited %s from %s to %s while no process held the lane",
+					run.len().Round(time.Millisecond), relTime(run.from, r.start), relTime(run.to, r.start))
+			}
+		}
+	}
+	explained = 0
+	for i, d := range res.waits {
+		if d <= *flagWaitBound {
+			continue
+		}
+		o := idle.ops[i]
+		if explained++; explained <= 3 {
+			violate("starved", "%s", r.explainWait(o, d, idle, res))
+		} else {
+			violate("starved", "starved: w%d pid %d op %s (%s) waited %s from %s", o.writer, o.pid, o.id, o.mode,
+				d.Round(time.Millisecond), relTime(o.w, r.start))
+		}
+	}
 	return s
+}
+
+// explainWait describes an operation that waited too long: how, who held
+// the lane meanwhile, and what the nemesis did.
+func (r *ledgerRun) explainWait(o opRec, d time.Duration, in idleInput, res idleResult) string {
+	w := in.waitSpan(o)
+	end := "gave up"
+	if o.g > 0 {
+		end = "then granted"
+	} else if o.x == 0 {
+		end = "never ended"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "starved: w%d pid %d op %s (%s) waited %s (bound %s) with no stopped process blocking the lane, within %s–%s (phase clock), %s",
+		o.writer, o.pid, o.id, o.mode, d.Round(time.Millisecond), *flagWaitBound, relTime(w.from, r.start), relTime(w.to, r.start), end)
+	grants := map[string]int{}
+	for _, x := range in.ops {
+		if x.g > w.from && x.g < w.to {
+			grants[fmt.Sprintf("w%d pid %d", x.writer, x.pid)]++
+		}
+	}
+	fmt.Fprintf(&b, "\n\tgranted meanwhile (operations): %s", kv(grants))
+	fmt.Fprintf(&b, "\n\tidle within it: %s", res.idle.minus(spanSet{{0, w.from}}).minus(spanSet{{w.to, 1 << 62}}).total().Round(time.Millisecond))
+	b.WriteString(r.nemesisAround(w))
+	return b.String()
+}
+
+// explainIdle describes an idle run: who waited, who held the row, who was
+// stopped, and what the nemesis did from 2 s before it to its end.
+func (r *ledgerRun) explainIdle(run span, in idleInput, quiets []stopRec) string {
+	who := map[int64]string{int64(os.Getpid()): "the test process"}
+	for _, o := range in.ops {
+		who[o.pid] = fmt.Sprintf("w%d pid %d", o.writer, o.pid)
+	}
+	name := func(pid int64) string {
+		n, ok := who[pid]
+		if !ok {
+			n = fmt.Sprintf("pid %d", pid)
+		}
+		if e, ok := in.ends[pid]; ok && e <= run.to {
+			n += fmt.Sprintf(" (killed, reaped %s)", relTime(e, r.start))
+		}
+		return n
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "idle lane: live writers waited %s (bound %s) while no process held the lane, from %s to %s (phase clock)",
+		run.len().Round(time.Millisecond), *flagIdleBound, relTime(run.from, r.start), relTime(run.to, r.start))
+	b.WriteString("\n\twaiting:")
+	n := 0
+	for _, o := range in.ops {
+		w := in.waitSpan(o)
+		if o.w == 0 || w.from >= run.to || w.to <= run.from {
+			continue
+		}
+		if n++; n > 12 {
+			b.WriteString(" …")
+			break
+		}
+		end := "gave up"
+		if o.g > 0 {
+			end = "granted"
+		} else if o.x == 0 {
+			end = "never ended"
+		}
+		gu := ""
+		if o.giveUp {
+			gu = " giveup"
+		}
+		fmt.Fprintf(&b, " %s op %s (%s%s) %s–%s %s;", name(o.pid), o.id, o.mode, gu, relTime(w.from, r.start), relTime(w.to, r.start), end)
+	}
+	b.WriteString("\n\tlease row (monitor):")
+	b.WriteString(compressSamples(in.samples, run, r.start, func(pid int64) string {
+		held := ""
+		for _, o := range in.ops {
+			if h, ok := in.heldSpan(o); ok && o.pid == pid && h.from < run.to && h.to > run.from {
+				held = " (in a hold at times)"
+			}
+		}
+		return name(pid) + held
+	}))
+	for _, x := range []struct {
+		what  string
+		spans []stopRec
+	}{{"stopped", in.stops}, {"quiet (giveup think time)", quiets}} {
+		fmt.Fprintf(&b, "\n\t%s:", x.what)
+		for _, st := range x.spans {
+			if st.from < run.to && st.to > run.from-2*int64(time.Second/time.Microsecond) {
+				fmt.Fprintf(&b, " %s %s–%s;", name(st.pid), relTime(st.from, r.start), relTime(st.to, r.start))
+			}
+		}
+	}
+	b.WriteString(r.nemesisAround(run))
+	return b.String()
+}
+
+// nemesisAround lists what the nemesis did from 2 s before s to its end.
+func (r *ledgerRun) nemesisAround(s span) string {
+	r.evMu.Lock()
+	notes := slices.Clone(r.notes)
+	r.evMu.Unlock()
+	sort.SliceStable(notes, func(i, j int) bool { return notes[i].at < notes[j].at })
+	var in []note
+	for _, x := range notes {
+		if x.at >= s.from-2*int64(time.Second/time.Microsecond) && x.at < s.to {
+			in = append(in, x)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\n\tnemesis (from 2s before):")
+	const most = 24 // the first and last 12
+	for i, x := range in {
+		if len(in) > most && i == most/2 {
+			fmt.Fprintf(&b, "\n\t\t… %d more", len(in)-most)
+		}
+		if len(in) > most && i >= most/2 && i < len(in)-most/2 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\t\t%s %s", relTime(x.at, r.start), x.text)
+	}
+	return b.String()
 }
 
 type logErr struct{ class, op, msg string }
 
-// readLog parses a writer's ack log. A line without its newline (a write
-// cut by SIGKILL) is ignored: it was never acknowledged.
-func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous int64, stats lease.Stats) {
+// writerLog is what a writer slot's ack log says, over all its
+// incarnations.
+type writerLog struct {
+	acks      []ack
+	errs      []logErr
+	ambiguous int64
+	stats     lease.Stats
+	ops       []opRec
+	quiets    []stopRec // the giveup fault's think times (goQuiet)
+}
+
+// readLog parses the ack log of writer idx. A line without its newline (a
+// write cut by SIGKILL) is ignored: it was never acknowledged.
+func readLog(t *testing.T, path string, idx int) (wl writerLog) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -695,6 +1016,8 @@ func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous in
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var pid int64
+	ops := map[string]int{} // the current incarnation's operations, by id
 	for sc.Scan() {
 		line := sc.Text()
 		kind, rest, _ := strings.Cut(line, " ")
@@ -706,7 +1029,7 @@ func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous in
 				continue
 			}
 			ep, _ := strconv.ParseInt(f[1], 10, 64)
-			acks = append(acks, ack{uid: f[0], epoch: ep, mode: f[2], log: path})
+			wl.acks = append(wl.acks, ack{uid: f[0], epoch: ep, mode: f[2], log: path})
 		case "E":
 			f := strings.SplitN(rest, " ", 3)
 			if len(f) != 3 {
@@ -717,18 +1040,56 @@ func readLog(t *testing.T, path string) (acks []ack, errs []logErr, ambiguous in
 			if err != nil {
 				msg = f[2]
 			}
-			errs = append(errs, logErr{class: f[0], op: f[1], msg: msg})
+			wl.errs = append(wl.errs, logErr{class: f[0], op: f[1], msg: msg})
 		case "M":
-			ambiguous++
+			wl.ambiguous++
 		case "S":
 			var st lease.Stats
 			if err := json.Unmarshal([]byte(rest), &st); err == nil {
-				addStats(&stats, st)
+				addStats(&wl.stats, st)
 			}
 		case "P":
+			pid, _ = strconv.ParseInt(rest, 10, 64)
+			clear(ops)
+		case "H":
+		case "Q":
+			f := strings.Fields(rest)
+			if len(f) != 2 {
+				t.Errorf("%s: bad quiet line %q", path, line)
+				continue
+			}
+			from, _ := strconv.ParseInt(f[0], 10, 64)
+			to, _ := strconv.ParseInt(f[1], 10, 64)
+			wl.quiets = append(wl.quiets, stopRec{writer: idx, pid: pid, from: from, to: to})
+		case "W":
+			f := strings.Fields(rest)
+			if len(f) != 4 {
+				t.Errorf("%s: bad op line %q", path, line)
+				continue
+			}
+			at, _ := strconv.ParseInt(f[1], 10, 64)
+			ops[f[0]] = len(wl.ops)
+			wl.ops = append(wl.ops, opRec{writer: idx, pid: pid, id: f[0], mode: f[2], giveUp: f[3] == "1", w: at})
+		case "G", "R", "X":
+			f := strings.Fields(rest)
+			i, ok := ops[f[0]]
+			if len(f) != 2 || !ok {
+				t.Errorf("%s: bad op line %q", path, line)
+				continue
+			}
+			at, _ := strconv.ParseInt(f[1], 10, 64)
+			o := &wl.ops[i]
+			switch kind {
+			case "G":
+				o.g = at
+			case "R":
+				o.r = at
+			default:
+				o.x = at
+			}
 		default:
 			t.Errorf("%s: unknown line %q", path, line)
 		}
 	}
-	return acks, errs, ambiguous, stats
+	return wl
 }

@@ -33,6 +33,7 @@ const (
 	envGoroutines = "CLEOLEASE_CHAOS_GOROUTINES"
 	envLog        = "CLEOLEASE_CHAOS_LOG"
 	envSeed       = "CLEOLEASE_CHAOS_SEED"
+	envGiveUp     = "CLEOLEASE_CHAOS_GIVEUP" // "1": some operations get a short deadline (the giveup fault)
 )
 
 // The lane every writer of the ledger writes under.
@@ -51,16 +52,18 @@ const ledgerSchema = `CREATE TABLE IF NOT EXISTS ledger (
 	epoch INTEGER NOT NULL,               -- the epoch the writer believes it writes under
 	row_epoch INTEGER,                    -- epoch of the active lease row, read by the INSERT itself
 	row_pid INTEGER,                      -- holder pid of that row
-	mode TEXT NOT NULL                    -- tx, exec, lease-tx, lease-exec
+	mode TEXT NOT NULL,                   -- tx, exec, lease-tx, lease-exec
+	at INTEGER                            -- wall clock (µs, SQLite's millisecond resolution) when the INSERT ran
 );
 CREATE INDEX IF NOT EXISTS ledger_stream ON ledger(stream, n);`
 
 // insertSQL appends one entry. ?5 is the epoch the writer believes in; NULL
 // takes the active row's. The LEFT JOIN keeps the entry even when no row is
 // active, so the checker can see such a write.
-const insertSQL = `INSERT INTO ledger (seq, stream, n, uid, pid, epoch, row_epoch, row_pid, mode)
+const insertSQL = `INSERT INTO ledger (seq, stream, n, uid, pid, epoch, row_epoch, row_pid, mode, at)
 SELECT coalesce((SELECT seq FROM ledger ORDER BY id DESC LIMIT 1), 0) + 1,
-	?1, ?2, ?3, ?4, coalesce(?5, l.epoch, -1), l.epoch, l.holder_pid, ?6
+	?1, ?2, ?3, ?4, coalesce(?5, l.epoch, -1), l.epoch, l.holder_pid, ?6,
+	CAST(unixepoch('subsec') * 1000000 AS INTEGER)
 FROM (SELECT 1) LEFT JOIN _writer_leases l ON l.scope = ?7 AND l.lane = ?8 AND l.active = 1`
 
 // Error classes as the writers log them. allowedClass lists the ones a
@@ -99,8 +102,13 @@ func classify(opCtx context.Context, err error) string {
 }
 
 // definite reports whether an error of this class guarantees that the
-// operation's entry did not commit.
-func definite(class string) bool { return class == classLost || class == classUnavailable }
+// operation's entry did not commit. A context error is definite for an
+// operation of the giveup fault (giveUp): its deadline ends the claim, or
+// the write before its COMMIT (which cleolease runs without the context);
+// for the others it stays ambiguous, as it always was here.
+func definite(class string, giveUp bool) bool {
+	return class == classLost || class == classUnavailable || (giveUp && class == classCtx)
+}
 
 func init() {
 	roles["writer"] = writerMain
@@ -109,13 +117,17 @@ func init() {
 
 // writer is one writer process.
 type writer struct {
-	db   *sql.DB
-	idx  int
-	pid  int64
-	mu   sync.Mutex // serialises log writes
-	log  *os.File
-	out  *bufio.Writer
-	stop chan struct{}
+	db     *sql.DB
+	idx    int
+	pid    int64
+	giveUp bool       // the giveup fault is on: some operations get a 0–20 ms deadline
+	mu     sync.Mutex // serialises log writes; guards quietUntil
+	// quietUntil: after an operation of the giveup fault gave up, the
+	// process sometimes starts no operation until then (goQuiet).
+	quietUntil time.Time
+	log        *os.File
+	out        *bufio.Writer
+	stop       chan struct{}
 }
 
 func writerMain() int {
@@ -131,17 +143,29 @@ func writerMain() int {
 		return 2
 	}
 	defer logf.Close()
-	db, err := sql.Open("cleolease", os.Getenv(envDSN))
+	// sql.Open("cleolease", dsn) does exactly this; the connector is kept
+	// to learn the engine's holder id, which names this process's
+	// doorbell (the flood fault's target).
+	conn, err := (&cleolease.Driver{}).OpenConnector(os.Getenv(envDSN))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "writer: open:", err)
 		return 2
 	}
-	w := &writer{db: db, idx: idx, pid: int64(os.Getpid()), log: logf, out: bufio.NewWriter(os.Stdout), stop: make(chan struct{})}
+	db := sql.OpenDB(conn)
+	w := &writer{db: db, idx: idx, pid: int64(os.Getpid()), giveUp: os.Getenv(envGiveUp) == "1",
+		log: logf, out: bufio.NewWriter(os.Stdout), stop: make(chan struct{})}
 	w.line(fmt.Sprintf("P %d\n", w.pid), false)
 	go func() { // the test closes stdin to stop the writer
 		io.Copy(io.Discard, os.Stdin)
 		close(w.stop)
 	}()
+	if id := w.holderID(conn.(*cleolease.Connector)); id != "" {
+		w.line("H "+id+"\n", false)
+		w.mu.Lock()
+		w.out.WriteString("H " + id + "\n")
+		w.out.Flush()
+		w.mu.Unlock()
+	}
 	var wg sync.WaitGroup
 	for g := range gs {
 		wg.Add(1)
@@ -159,6 +183,24 @@ func writerMain() int {
 		w.line(fmt.Sprintf("E %s close %q\n", classOther, err.Error()), false)
 	}
 	return 0
+}
+
+// holderID opens the connector's lease engine (its first connection) and
+// returns its holder id, retrying as lastN does; "" once told to stop.
+func (w *writer) holderID(c *cleolease.Connector) string {
+	for !w.stopped() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			if e := c.Engine(); e != nil {
+				return e.HolderID()
+			}
+			return ""
+		}
+		w.logErr(classify(ctx, err), "open", err)
+	}
+	return ""
 }
 
 // line appends s to the ack log; an acknowledgement is fsynced and then
@@ -202,37 +244,98 @@ func (e entry) uid() string { return fmt.Sprintf("%s-%d", e.stream, e.n) }
 func (w *writer) stream(g int, rng *rand.Rand) {
 	name := fmt.Sprintf("w%dg%d", w.idx, g)
 	e := entry{stream: name, n: w.lastN(name) + 1}
+	var seq int64
 	for !w.stopped() {
+		w.awaitQuiet()
+		seq++
+		giveUp := w.giveUp && rng.IntN(4) == 0
+		id := fmt.Sprintf("%d.%d", g, seq)
 		switch r := rng.IntN(10); {
 		case r < 3:
-			e = w.single(e, "tx", rng)
+			e = w.single(e, "tx", id, giveUp, rng)
 		case r < 6:
-			e = w.single(e, "exec", rng)
+			e = w.single(e, "exec", id, giveUp, rng)
 		default:
-			e = w.leased(e, rng)
+			e = w.leased(e, id, giveUp, rng)
 		}
 	}
 }
 
 // opTimeout is a random per-operation deadline: some expire while a paused
-// holder keeps the lane, most do not.
-func opTimeout(rng *rand.Rand) time.Duration {
+// holder keeps the lane, most do not. An operation of the giveup fault
+// gets 0–20 ms instead: its claim ends mid-wait, at whatever step it had
+// reached.
+func opTimeout(rng *rand.Rand, giveUp bool) time.Duration {
+	if giveUp {
+		return time.Duration(rng.Int64N(int64(giveUpMax)))
+	}
 	return 300*time.Millisecond + time.Duration(rng.Int64N(int64(4*time.Second)))
 }
 
+// giveUpMax bounds the deadline of the giveup fault's operations.
+const giveUpMax = 20 * time.Millisecond
+
+// goQuiet is the giveup fault's think time: after an operation gave up
+// waiting, the whole process sometimes starts no operation for a while,
+// as an application that gave up and does not come back at once. A grant
+// written for the claim that gave up then stays with a process that is
+// not about to claim again, which finds it only if the lease engine does.
+// A third of the time it goes quiet, for 0–2 s (so that a grant it missed
+// would leave the lane idle past the 1 s bound half of those times).
+// Logged as "Q <from µs> <until µs>".
+func (w *writer) goQuiet(rng *rand.Rand) {
+	if rng.IntN(3) != 0 {
+		return
+	}
+	from := time.Now()
+	until := from.Add(time.Duration(rng.Int64N(int64(2 * time.Second))))
+	w.mu.Lock()
+	w.quietUntil = maxTime(w.quietUntil, until)
+	w.mu.Unlock()
+	w.line(fmt.Sprintf("Q %d %d\n", from.UnixMicro(), until.UnixMicro()), false)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// awaitQuiet waits out the process's think time, if any (goQuiet).
+func (w *writer) awaitQuiet() {
+	w.mu.Lock()
+	d := time.Until(w.quietUntil)
+	w.mu.Unlock()
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.stop:
+	}
+}
+
 // single writes e in one plain transaction or one autocommit Exec.
-func (w *writer) single(e entry, mode string, rng *rand.Rand) entry {
-	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane), opTimeout(rng))
+func (w *writer) single(e entry, mode, id string, giveUp bool, rng *rand.Rand) entry {
+	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane), opTimeout(rng, giveUp))
 	defer cancel()
+	o := w.begin(id, mode, giveUp)
 	var epoch int64
 	var err error
 	if mode == "tx" {
-		epoch, err = w.writeTx(ctx, e, 0)
+		epoch, err = w.writeTx(ctx, e, 0, o)
 	} else {
-		epoch, err = w.writeExec(ctx, e, 0)
+		epoch, err = w.writeExec(ctx, e, 0, o)
 	}
+	o.end()
 	if err != nil {
-		return w.failed(ctx, e, mode, err)
+		if giveUp && !o.granted {
+			w.goQuiet(rng)
+		}
+		return w.failed(ctx, e, mode, giveUp, err)
 	}
 	w.ack(e, epoch, mode)
 	e.n++
@@ -240,17 +343,30 @@ func (w *writer) single(e entry, mode string, rng *rand.Rand) entry {
 }
 
 // leased writes a batch of entries inside one held Lease, each in its own
-// transaction or autocommit Exec, recording Lease.Epoch().
-func (w *writer) leased(e entry, rng *rand.Rand) entry {
-	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane),
-		time.Second+time.Duration(rng.Int64N(int64(4*time.Second))))
+// transaction or autocommit Exec, recording Lease.Epoch(). Its op is
+// granted when AcquireLease returns and ends its hold when Release does.
+func (w *writer) leased(e entry, id string, giveUp bool, rng *rand.Rand) entry {
+	d := time.Second + time.Duration(rng.Int64N(int64(4*time.Second)))
+	if giveUp {
+		d = opTimeout(rng, true)
+	}
+	ctx, cancel := context.WithTimeout(cleolease.WithLane(context.Background(), ledgerScope, ledgerLane), d)
 	defer cancel()
+	o := w.begin(id, "lease", giveUp)
 	l, err := cleolease.AcquireLease(ctx, w.db)
 	if err != nil {
+		o.end()
 		w.logErr(classify(ctx, err), "acquire", err)
+		if giveUp {
+			w.goQuiet(rng)
+		}
 		return e
 	}
-	defer l.Release()
+	o.grant(now())
+	defer func() {
+		l.Release()
+		o.end()
+	}()
 	if l.Degraded() || l.Epoch() <= 0 {
 		w.logErr(classDegraded, "acquire", fmt.Errorf("degraded grant (epoch %d) in mode require", l.Epoch()))
 		return e
@@ -269,13 +385,13 @@ func (w *writer) leased(e entry, rng *rand.Rand) entry {
 		var epoch int64
 		mode := "lease-tx"
 		if rng.IntN(2) == 0 {
-			epoch, err = w.writeTx(lctx, e, l.Epoch())
+			epoch, err = w.writeTx(lctx, e, l.Epoch(), nil)
 		} else {
 			mode = "lease-exec"
-			epoch, err = w.writeExec(lctx, e, l.Epoch())
+			epoch, err = w.writeExec(lctx, e, l.Epoch(), nil)
 		}
 		if err != nil {
-			return w.failed(ctx, e, mode, err)
+			return w.failed(ctx, e, mode, giveUp, err)
 		}
 		w.ack(e, epoch, mode)
 		e.n++
@@ -284,12 +400,17 @@ func (w *writer) leased(e entry, rng *rand.Rand) entry {
 }
 
 // writeTx writes e in a BeginTx transaction. The epoch recorded is
-// leaseEpoch, or (0) the active row's, read in the same transaction.
-func (w *writer) writeTx(ctx context.Context, e entry, leaseEpoch int64) (int64, error) {
+// leaseEpoch, or (0) the active row's, read in the same transaction. o,
+// unless nil (a write inside a Lease), learns that the lane was granted
+// when BeginTx returns (cleolease takes the lease, then BEGIN IMMEDIATE)
+// and that the hold ended when the transaction did.
+func (w *writer) writeTx(ctx context.Context, e entry, leaseEpoch int64, o *op) (int64, error) {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
+	o.grant(now())
+	defer o.end()
 	epoch := leaseEpoch
 	mode := "lease-tx"
 	if leaseEpoch == 0 {
@@ -313,8 +434,11 @@ func (w *writer) writeTx(ctx context.Context, e entry, leaseEpoch int64) (int64,
 
 // writeExec writes e with one autocommit Exec; the epoch recorded is
 // leaseEpoch, or (0) the active row's as the INSERT reads it. It returns the
-// epoch recorded.
-func (w *writer) writeExec(ctx context.Context, e entry, leaseEpoch int64) (int64, error) {
+// epoch recorded. o, unless nil, learns when the lane was granted — not
+// visible from outside an autocommit Exec: the time its INSERT ran, read
+// back with the epoch — and that the hold ended when the Exec returned;
+// an Exec that failed counts as a wait that ended without a grant.
+func (w *writer) writeExec(ctx context.Context, e entry, leaseEpoch int64, o *op) (int64, error) {
 	var ep any
 	mode := "exec"
 	if leaseEpoch != 0 {
@@ -323,17 +447,79 @@ func (w *writer) writeExec(ctx context.Context, e entry, leaseEpoch int64) (int6
 	if _, err := w.db.ExecContext(ctx, insertSQL, e.stream, e.n, e.uid(), w.pid, ep, mode, ledgerScope, ledgerLane); err != nil {
 		return 0, err
 	}
+	done := now()
 	if leaseEpoch != 0 {
 		return leaseEpoch, nil
 	}
 	// The epoch the INSERT recorded is what the ack must name.
 	var epoch int64
-	err := w.db.QueryRowContext(context.Background(), `SELECT epoch FROM ledger WHERE stream = ? AND n = ?`, e.stream, e.n).Scan(&epoch)
+	var at sql.NullInt64
+	err := w.db.QueryRowContext(context.Background(), `SELECT epoch, at FROM ledger WHERE stream = ? AND n = ?`, e.stream, e.n).Scan(&epoch, &at)
 	if err != nil {
 		w.logErr(classify(ctx, err), "read-back", err)
 		return -2, nil
 	}
+	if at.Valid {
+		o.grant(at.Int64)
+		o.endAt(done)
+	}
 	return epoch, nil
+}
+
+// now is the clock of the idle-lane check: wall-clock microseconds, the
+// clock SQLite's unixepoch('subsec') reads too (the INSERT's at), and the
+// same in every process of the host.
+func now() int64 { return time.Now().UnixMicro() }
+
+// op is one writer operation as the idle-lane check sees it, in the ack
+// log: "W <op> <µs> <mode> <giveup>" when it starts waiting for the lane,
+// then "G <op> <µs>" when it is granted the lane and "R <op> <µs>" when
+// that hold ended, or "X <op> <µs>" when it stopped waiting without a
+// grant. Its methods do nothing on a nil op (the writes inside a Lease,
+// whose op is the Lease's).
+type op struct {
+	w       *writer
+	id      string
+	started int64
+	granted bool
+	ended   bool
+}
+
+// begin logs that operation id (<goroutine>.<n>, unique in this process)
+// starts waiting for the lane.
+func (w *writer) begin(id, mode string, giveUp bool) *op {
+	o := &op{w: w, id: id, started: now()}
+	g := 0
+	if giveUp {
+		g = 1
+	}
+	w.line(fmt.Sprintf("W %s %d %s %d\n", id, o.started, mode, g), false)
+	return o
+}
+
+// grant logs that the lane was granted at t.
+func (o *op) grant(t int64) {
+	if o == nil || o.granted || o.ended {
+		return
+	}
+	o.granted = true
+	o.w.line(fmt.Sprintf("G %s %d\n", o.id, max(t, o.started)), false)
+}
+
+// end logs, now, that the hold ended (after a grant) or the wait did.
+func (o *op) end() { o.endAt(now()) }
+
+// endAt is end at t; later calls do nothing.
+func (o *op) endAt(t int64) {
+	if o == nil || o.ended {
+		return
+	}
+	o.ended = true
+	kind := "X"
+	if o.granted {
+		kind = "R"
+	}
+	o.w.line(fmt.Sprintf("%s %s %d\n", kind, o.id, t), false)
 }
 
 func (w *writer) ack(e entry, epoch int64, mode string) {
@@ -347,13 +533,14 @@ func (w *writer) logErr(class, op string, err error) {
 // failed logs a failed write of e and resolves its outcome from the
 // database: the entry to write next is the one after the stream's last
 // committed entry. An entry committed by an operation whose error was
-// definite (lease lost, unavailable) is a phantom commit.
-func (w *writer) failed(ctx context.Context, e entry, mode string, err error) entry {
+// definite (lease lost, unavailable; a context error of the giveup fault)
+// is a phantom commit.
+func (w *writer) failed(ctx context.Context, e entry, mode string, giveUp bool, err error) entry {
 	class := classify(ctx, err)
 	w.logErr(class, mode, err)
 	last := w.lastN(e.stream)
 	if last >= e.n {
-		if definite(class) {
+		if definite(class, giveUp) {
 			w.logErr(classPhantom, mode, fmt.Errorf("%s committed although the write failed with %v", e.uid(), err))
 		} else {
 			w.line(fmt.Sprintf("M %s %s\n", e.uid(), class), false) // ambiguous, committed: not acknowledged
