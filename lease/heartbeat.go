@@ -17,10 +17,15 @@ import (
 // tick; liveness never rests on the heartbeat unless the TTL-steal policy
 // is chosen. A refresh that matches no row marks the grant lost. Close
 // ends the loop and a beat in progress (hbCtx).
+//
+// The same goroutine follows the liveness files (followSidecar): on every
+// tick, and at once when the file watch reports the sidecar's removal or
+// a registration names a file this process does not see (kickFollow).
 func (e *Engine) heartbeatLoop() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.TTL / 3)
 	defer t.Stop()
+	gone := e.sidecarGone()
 	for {
 		select {
 		case <-e.hbCtx.Done():
@@ -29,7 +34,12 @@ func (e *Engine) heartbeatLoop() {
 			if e.hbCtx.Err() != nil {
 				return // both were ready: select chose at random
 			}
+			e.followSidecar()
 			e.beat()
+		case <-gone:
+			e.followSidecar()
+		case <-e.followKick:
+			e.followSidecar()
 		}
 	}
 }
