@@ -94,7 +94,8 @@ const maxGenerations = 16
 // lock (an immutable slice, replaced whole); Refresh, SetWant and Close
 // take mu.
 type followLocks struct {
-	open func() (generation, error) // opens the files the path names now
+	open   func() (generation, error) // opens the files the path names now
+	byPath bool                       // the generations' tests go by path (generation.byPath)
 
 	gens atomic.Pointer[[]generation]
 
@@ -106,7 +107,7 @@ type followLocks struct {
 // follow returns Locks over the first generation g, opening later ones
 // with open.
 func follow(g generation, open func() (generation, error)) *followLocks {
-	f := &followLocks{open: open, wants: map[int64]bool{}}
+	f := &followLocks{open: open, byPath: g.byPath(), wants: map[int64]bool{}}
 	f.gens.Store(&[]generation{g})
 	return f
 }
@@ -161,10 +162,11 @@ func (f *followLocks) Sees(slot int64, mark string) bool {
 }
 
 // asked is the generations whose tests count: all of them, or only the
-// newest when tests go by path.
+// newest when tests go by path (one, until a move: a load and no call on
+// the release path).
 func (f *followLocks) asked() []generation {
 	gens := *f.gens.Load()
-	if cur := gens[len(gens)-1]; cur.byPath() {
+	if f.byPath {
 		return gens[len(gens)-1:]
 	}
 	return gens

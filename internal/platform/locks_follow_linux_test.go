@@ -4,6 +4,7 @@ package platform
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -153,5 +154,32 @@ func TestWatchReportsSidecarGone(t *testing.T) {
 		if err := sw.Follow(l.WatchPath()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAnyWants is the test every release makes (is another process
+// waiting?), on the first generation's own Locks ("file") and through
+// the Locks that follow the sidecar ("follow"): what following costs the
+// release path while nothing has moved.
+func BenchmarkAnyWants(b *testing.B) {
+	db := filepath.Join(b.TempDir(), "x.db")
+	if err := os.WriteFile(db, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	l, err := OpenLocks(db, 0o644, SlotFor("a"))
+	if err != nil || l == nil {
+		b.Fatal(l, err)
+	}
+	defer l.Close()
+	f := l.(*followLocks)
+	for _, c := range []struct {
+		name  string
+		locks Locks
+	}{{"file", f.newest()}, {"follow", f}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.locks.AnyWants(1 << 47)
+			}
+		})
 	}
 }
