@@ -56,14 +56,17 @@ type Options struct {
 	// file name and identity (sidecarBase), instead of beside the database:
 	// for a database in a mount that accepts only database files, such as
 	// LiteFS's. Every process that opens the file must give the same
-	// directory; the directory must exist.
+	// directory (or none); the directory must exist. The engine proves it:
+	// a nonce kept beside the liveness files (none beside the database:
+	// its directory's identity) is recorded in the database, and a claim
+	// that finds another place's recorded refuses with ErrSidecarDir
+	// (sidecarproof.go).
 	SidecarDir string
 	// SidecarDirDerived says that SidecarDir was derived by the caller
 	// (for a LiteFS mount given no _lease_sidecar_dir), not given by the
-	// user: the engine then proves that every process of the host derived
-	// the same one, by a nonce kept beside the liveness files and recorded
-	// in the database (sidecarproof.go), and refuses with ErrSidecarDir
-	// when they differ.
+	// user: a nonce that cannot be kept there then fails Open (a given
+	// directory where it cannot is left unproven), and ErrSidecarDir's
+	// reason says the directory was derived.
 	SidecarDirDerived bool
 	// RemoteHolders says that processes of other hosts may hold the file's
 	// lanes (a database on a network filesystem, opted in with
