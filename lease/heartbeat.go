@@ -26,6 +26,7 @@ func (e *Engine) heartbeatLoop() {
 	t := time.NewTicker(e.opts.TTL / 3)
 	defer t.Stop()
 	gone := e.sidecarGone()
+	grants := e.stats.Grants.Load()
 	for {
 		select {
 		case <-e.hbCtx.Done():
@@ -35,7 +36,10 @@ func (e *Engine) heartbeatLoop() {
 				return // both were ready: select chose at random
 			}
 			e.followSidecar()
-			e.beat()
+			held := e.beat()
+			g := e.stats.Grants.Load()
+			e.renewProof(held || g != grants)
+			grants = g
 		case <-gone:
 			e.followSidecar()
 		case <-e.followKick:
@@ -44,7 +48,9 @@ func (e *Engine) heartbeatLoop() {
 	}
 }
 
-func (e *Engine) beat() {
+// beat refreshes the rows this process holds (see heartbeatLoop) and
+// reports whether it holds any.
+func (e *Engine) beat() (held bool) {
 	e.mu.Lock()
 	lanes := make([]*laneState, 0, len(e.lanes))
 	for _, l := range e.lanes {
@@ -55,6 +61,7 @@ func (e *Engine) beat() {
 		l.mu.Lock()
 		g, depth := l.held.row, l.held.depth
 		l.mu.Unlock()
+		held = held || g != nil
 		began := time.Now()
 		if g == nil || g.lost.Load() || !g.beatDue(began, e.opts.TTL/6) {
 			// A grant younger than TTL/6 (a short hold under
@@ -80,4 +87,5 @@ func (e *Engine) beat() {
 			e.logf(slog.LevelDebug, "cleolease: heartbeat deferred", "scope", l.scope, "lane", l.lane, "err", err)
 		}
 	}
+	return held
 }

@@ -46,11 +46,13 @@ import (
 // before a failover) names holders that are all judged dead by their boot
 // id anyway: it is replaced.
 //
-// A token is fresh while the processes that use it take lanes: a claim
-// that finds its own token, and every heartbeat of a lane, rewrite
-// written_at when it is older than TTL/3. One older than the TTL belongs
-// to processes that have held no lane and claimed none for a TTL (gone,
-// or idle): it is replaced, and those processes, if they come back while
+// A token is fresh while the processes that use it work: a claim that
+// finds its own token, and every heartbeat tick of a process that held a
+// lane since the last one (renewProof), rewrite written_at when it is
+// older than TTL/3 — a lane handed from process to process inside the
+// data commits runs no claim, and its grants are too young to beat. One
+// older than the TTL belongs to processes that have held no lane for a
+// TTL (gone, or idle): it is replaced, and those processes, if they come back while
 // this place's processes work, are refused in their turn. Two places are
 // thus refused whenever their processes overlap, and a change of place
 // (a restart with another _lease_sidecar_dir) is accepted once the old
@@ -256,8 +258,8 @@ func (e *Engine) moveWait() time.Duration { return e.opts.TTL / 2 }
 // proveSidecar checks, inside the lease transaction op on c, that this
 // process's liveness files are where the database's record says (see the
 // comment at the top of this file). Claims and breaks check; the
-// bootstrap of a new file records its token when there is none; a
-// heartbeat keeps its own token fresh. ErrSidecarDir in an *Error when
+// bootstrap of a new file records its token when there is none.
+// ErrSidecarDir in an *Error when
 // another place's token of this boot is recorded and fresh;
 // errSidecarPending when this process waits for the movers first.
 func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error {
@@ -266,20 +268,13 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 		return nil
 	}
 	switch op {
-	case "claim", "break", "bootstrap", "heartbeat":
+	case "claim", "break", "bootstrap":
 	default:
 		return nil
 	}
 	var nonce, boot string
 	var writtenAt int64
 	err := c.QueryRowContext(ctx, `SELECT nonce, boot, written_at FROM _writer_sidecar WHERE id = 1`).Scan(&nonce, &boot, &writtenAt)
-	if op == "heartbeat" {
-		// Keep this place's token fresh; never refuse a heartbeat.
-		if err == nil && boot == bootID() && nonce == p.token() && e.nowMS()-writtenAt > e.opts.TTL.Milliseconds()/3 {
-			c.ExecContext(ctx, `UPDATE _writer_sidecar SET written_at = ? WHERE id = 1 AND nonce = ?`, e.nowMS(), nonce)
-		}
-		return nil
-	}
 	mine := p.token()
 	record := func(how string) error {
 		_, err := c.ExecContext(ctx, `INSERT INTO _writer_sidecar (id, nonce, boot, written_at) VALUES (1, ?1, ?2, ?3)
@@ -391,6 +386,40 @@ func (e *Engine) awaitMovers(ctx context.Context) error {
 
 // proofPoll is how often awaitMovers re-reads the record.
 const proofPoll = 10 * time.Millisecond
+
+// renewProof keeps this process's token fresh while it works (see the
+// comment at the top of this file): on a heartbeat tick after which it
+// held a lane (active), a read of the record, and, when it names this
+// process's token and was written more than TTL/3 ago, a short write.
+func (e *Engine) renewProof(active bool) {
+	p := e.proof
+	if p == nil || !active {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.hbCtx, e.opts.TTL/3)
+	defer cancel()
+	mine := p.token()
+	fresh := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) bool {
+		var writtenAt int64
+		err := q.QueryRowContext(ctx, `SELECT written_at FROM _writer_sidecar WHERE id = 1 AND nonce = ? AND boot = ?`, mine, bootID()).Scan(&writtenAt)
+		return err != nil || e.nowMS()-writtenAt <= e.opts.TTL.Milliseconds()/3 // (not ours, or unreadable: a claim decides)
+	}
+	if fresh(e.db) {
+		return
+	}
+	err := e.immediateOp(ctx, "sidecar", func(ctx context.Context, c *sql.Conn) error {
+		if fresh(c) {
+			return nil
+		}
+		_, err := c.ExecContext(ctx, `UPDATE _writer_sidecar SET written_at = ? WHERE id = 1 AND nonce = ?`, e.nowMS(), mine)
+		return err
+	})
+	if err != nil {
+		e.logf(slog.LevelDebug, "cleolease: liveness files' token not renewed", "err", err)
+	}
+}
 
 // recordMoved records this process's nonce in place of its earlier ones
 // after it adopted or created a new one (followNonce): a process that

@@ -292,3 +292,27 @@ func TestOpenRefusesIgnoredLocks(t *testing.T) {
 		t.Fatalf("Open where locks are ignored: %v; want ErrSidecarDir naming the sidecar and _lease_sidecar_dir", err)
 	}
 }
+
+// A process at work keeps its token fresh even when it runs no claim (a
+// lane handed from process to process inside the data commits): its
+// heartbeat tick renews written_at once it is older than TTL/3.
+func TestSidecarProofRenewedWhileWorking(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t)
+	e := openPeer(t, path, func(o *Options) { o.TTL = 900 * time.Millisecond; o.Linger = time.Hour })
+	h, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	raw := rawDB(t, path)
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	if _, err := raw.Exec(`UPDATE _writer_sidecar SET written_at = ?`, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder's heartbeat to renew its token", func() bool {
+		var at int64
+		raw.QueryRow(`SELECT written_at FROM _writer_sidecar`).Scan(&at)
+		return at > old
+	})
+}
