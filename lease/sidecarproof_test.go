@@ -196,54 +196,69 @@ func derived(dir string) func(*Options) {
 	return func(o *Options) { o.SidecarDir, o.SidecarDirDerived = dir, true }
 }
 
-// Issue 28 item 2 with a sidecar directory: a cleaner removes the
-// sidecar and the nonce beside it while a process holds the lane; a
-// process that opens afterwards writes a new nonce and finds the old one
-// recorded, fresh. The holder, which moves to the new sidecar, adopts
-// the new nonce and records it, so the late process is served, not
-// refused (its wait for the movers is bounded by moveWait: TTL/2, 10 s
-// here; the holder looks at once where the file watch reports the
-// removal, within TTL/3 = 1 s otherwise).
+// Issue 28 item 2 with a sidecar directory (given, or derived for a
+// LiteFS mount): a cleaner removes the sidecar and the nonce beside it
+// while a process holds the lane; a process that opens afterwards writes
+// a new nonce and finds the old one recorded, fresh. The holder, which
+// moves to the new sidecar, adopts the new nonce and records it, so the
+// late process is served, not refused (its wait for the movers is bounded
+// by moveWait: TTL/2, 10 s here; the holder looks at once where the file
+// watch reports the removal, within TTL/3 = 1 s otherwise). On c2e842a
+// the late process was refused with ErrSidecarDir.
 func TestSidecarProofNonceRemovedServed(t *testing.T) {
 	if !platform.KeepsLocks {
 		t.Skip("this platform keeps no liveness locks")
 	}
-	ctx := context.Background()
-	dir := testdir.New(t)
-	path := newDB(t)
-	a := openPeer(t, path, func(o *Options) { o.SidecarDir, o.TTL = dir, 3*time.Second })
-	ha, err := a.Acquire(ctx, "s", "l", req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := a.proof.token()
-	if err := os.Remove(a.proof.path); err != nil {
-		t.Fatal(err)
-	}
-	removeSidecar(t, a.base)
-	b := openPeer(t, path, func(o *Options) { o.SidecarDir, o.TTL = dir, 20*time.Second })
-	if b.proof.token() == old {
-		t.Fatal("the late process read the removed nonce")
-	}
-	got := make(chan error, 1)
-	go func() {
-		hb, err := b.Acquire(ctx, "s", "l", req)
-		if err == nil {
-			hb.Release()
-		}
-		got <- err
-	}()
-	// The late process waits for the lane (not refused) once the holder
-	// recorded its nonce.
-	eventually(t, "the holder to adopt the late process's nonce", func() bool { return a.proof.token() == b.proof.token() })
-	ha.Release()
-	if err := <-got; err != nil {
-		t.Fatalf("the process that opened after the nonce was removed: %v; want the lane", err)
-	}
-	var nonce string
-	rawDB(t, path).QueryRow(`SELECT nonce FROM _writer_sidecar WHERE id = 1`).Scan(&nonce)
-	if nonce != b.proof.token() {
-		t.Fatalf("recorded %q; want the new nonce %q (the removed one was %q)", nonce, b.proof.token(), old)
+	for _, kind := range []string{"derived", "given"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			dir := testdir.New(t)
+			path := newDB(t)
+			place := func(ttl time.Duration) func(*Options) {
+				return func(o *Options) {
+					o.SidecarDir, o.SidecarDirDerived, o.TTL = dir, kind == "derived", ttl
+				}
+			}
+			a := openPeer(t, path, place(3*time.Second))
+			ha, err := a.Acquire(ctx, "s", "l", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := a.proof.token()
+			if err := os.Remove(a.proof.path); err != nil {
+				t.Fatal(err)
+			}
+			removeSidecar(t, a.base)
+			b := openPeer(t, path, place(20*time.Second))
+			if b.proof.token() == old {
+				t.Fatal("the late process read the removed nonce")
+			}
+			got := make(chan error, 1)
+			go func() {
+				hb, err := b.Acquire(ctx, "s", "l", req)
+				if err == nil {
+					hb.Release()
+				}
+				got <- err
+			}()
+			eventually(t, "the holder to adopt the late process's nonce (or the late process to fail)", func() bool {
+				return len(got) > 0 || a.proof.token() == b.proof.token()
+			})
+			select {
+			case err := <-got:
+				t.Fatalf("the process that opened after the nonce was removed, while the holder holds the lane: %v; want it to wait for the lane", err)
+			default:
+			}
+			ha.Release()
+			if err := <-got; err != nil {
+				t.Fatalf("the process that opened after the nonce was removed: %v; want the lane", err)
+			}
+			var nonce string
+			rawDB(t, path).QueryRow(`SELECT nonce FROM _writer_sidecar WHERE id = 1`).Scan(&nonce)
+			if nonce != b.proof.token() {
+				t.Fatalf("recorded %q; want the new nonce %q (the removed one was %q)", nonce, b.proof.token(), old)
+			}
+		})
 	}
 }
 
