@@ -106,9 +106,11 @@ type sidecarProof struct {
 	nonce string   // the token
 	prev  []string // this process's earlier nonces (a mover replaces them in the record)
 	due   bool     // the nonce changed and is not recorded in place of prev yet
-	// waitFrom is when a claim first met a nonce it waits for the movers
-	// to replace (zero: none).
+	// waitFrom is when a claim first met the recorded nonce waitOn, which
+	// it waits for the movers to replace (zero: none); a refusal keeps it,
+	// so that later claims against the same record are refused at once.
 	waitFrom time.Time
+	waitOn   string // the recorded nonce and this process's, NUL-separated
 }
 
 // newBesideProof is the token of the sidecar beside the database at path:
@@ -223,7 +225,7 @@ func (p *sidecarProof) recorded(nonce string) {
 	defer p.mu.Unlock()
 	if nonce == p.nonce {
 		p.due = false
-		p.waitFrom = time.Time{}
+		p.waitFrom, p.waitOn = time.Time{}, ""
 	}
 }
 
@@ -237,15 +239,25 @@ func (p *sidecarProof) young(d time.Duration) bool {
 	return err != nil || time.Since(fi.ModTime()) < d
 }
 
-// waitingSince returns when this process began waiting for the movers,
-// starting the wait now if it had not.
-func (p *sidecarProof) waitingSince() time.Time {
+// waitingSince returns when this process began waiting for the movers
+// to replace the recorded nonce with its own, starting the wait now if it
+// was waiting for no such thing (another record, or another nonce of its
+// own: a new removal).
+func (p *sidecarProof) waitingSince(recorded string) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.waitFrom.IsZero() {
-		p.waitFrom = time.Now()
+	if on := recorded + "\x00" + p.nonce; p.waitFrom.IsZero() || p.waitOn != on {
+		p.waitFrom, p.waitOn = time.Now(), on
 	}
 	return p.waitFrom
+}
+
+// waitEnds is when the current wait for the movers ends (d after it
+// began).
+func (p *sidecarProof) waitEnds(d time.Duration) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitFrom.Add(d)
 }
 
 // moveWait is how long a process whose nonce file is new waits for the
@@ -259,9 +271,9 @@ func (e *Engine) moveWait() time.Duration { return e.opts.TTL / 2 }
 // process's liveness files are where the database's record says (see the
 // comment at the top of this file). Claims and breaks check; the
 // bootstrap of a new file records its token when there is none.
-// ErrSidecarDir in an *Error when
-// another place's token of this boot is recorded and fresh;
-// errSidecarPending when this process waits for the movers first.
+// ErrSidecarDir in an *Error when another place's token of this boot is
+// recorded and fresh; errSidecarPending when this process waits for the
+// movers first.
 func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error {
 	p := e.proof
 	if p == nil {
@@ -317,7 +329,7 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 	case age > e.opts.TTL.Milliseconds():
 		return record(fmt.Sprintf("(stale: not renewed for %v)", time.Duration(age)*time.Millisecond))
 	case p.path != "" && !strings.HasPrefix(nonce, besidePrefix) && p.young(e.moveWait()) &&
-		time.Since(p.waitingSince()) < e.moveWait():
+		time.Since(p.waitingSince(nonce)) < e.moveWait():
 		return errSidecarPending
 	}
 	return e.errf(op, "", "", ErrSidecarDir, e.sidecarDirReason(nonce))
@@ -334,13 +346,13 @@ func (e *Engine) sidecarDirReason(recorded string) string {
 			here += ", derived for this LiteFS mount"
 		}
 	}
-	there := "in a sidecar directory whose nonce this process's directory does not hold"
+	there := "in another sidecar directory, or under another name in this one (the database reached through another path, or another LiteFS node of this host: the liveness files are named after the database's path and identity)"
 	if strings.HasPrefix(recorded, besidePrefix) {
 		there = "beside the database (without _lease_sidecar_dir)"
 	}
 	return "another process of this host keeps this database's liveness files elsewhere: this process keeps them " + here +
 		", the one recorded in the database " + there + " (a private /tmp, a container or another mount path derives another directory); " +
-		"give every process of the host the same _lease_sidecar_dir, or none"
+		"give every process of the host the same _lease_sidecar_dir and database path, or no _lease_sidecar_dir"
 }
 
 // missingSidecarTable reports SQLite's "no such table" for
@@ -359,7 +371,7 @@ func missingSidecarTable(err error) bool {
 func (e *Engine) awaitMovers(ctx context.Context) error {
 	e.kickFollow()
 	p := e.proof
-	deadline := p.waitingSince().Add(e.moveWait())
+	deadline := p.waitEnds(e.moveWait())
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
