@@ -346,13 +346,15 @@ func (e *Engine) sidecarDirReason(recorded string) string {
 			here += ", derived for this LiteFS mount"
 		}
 	}
-	there := "in another sidecar directory, or under another name in this one (the database reached through another path, or another LiteFS node of this host: the liveness files are named after the database's path and identity)"
+	there := "in another sidecar directory, or under another name in this one " +
+		"(a private /tmp, a container or another mount path derives another directory; the database reached through another path, " +
+		"or another LiteFS node of this host, names its files differently)"
 	if strings.HasPrefix(recorded, besidePrefix) {
-		there = "beside the database (without _lease_sidecar_dir)"
+		there = "beside the database (no _lease_sidecar_dir)"
 	}
-	return "another process of this host keeps this database's liveness files elsewhere: this process keeps them " + here +
-		", the one recorded in the database " + there + " (a private /tmp, a container or another mount path derives another directory); " +
-		"give every process of the host the same _lease_sidecar_dir and database path, or no _lease_sidecar_dir"
+	return "another process of this host keeps this database's liveness files elsewhere, and neither would see the other's locks: " +
+		"this process keeps them " + here + "; the database records one keeping them " + there +
+		"; give every process of the host the same _lease_sidecar_dir and database path, or no _lease_sidecar_dir"
 }
 
 // missingSidecarTable reports SQLite's "no such table" for
