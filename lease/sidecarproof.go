@@ -52,11 +52,11 @@ import (
 // older than TTL/3 — a lane handed from process to process inside the
 // data commits runs no claim, and its grants are too young to beat. One
 // older than the TTL belongs to processes that have held no lane for a
-// TTL (gone, or idle): it is replaced, and those processes, if they come back while
-// this place's processes work, are refused in their turn. Two places are
-// thus refused whenever their processes overlap, and a change of place
-// (a restart with another _lease_sidecar_dir) is accepted once the old
-// token has gone stale.
+// TTL (gone, or idle): it is replaced, and those processes, if they come
+// back while this place's processes work, are refused in their turn. Two
+// places are thus refused whenever their processes overlap, and a change
+// of place (a restart with another _lease_sidecar_dir) is accepted once
+// the old token has gone stale.
 //
 // A temporary-file cleaner that removes the sidecar directory's files
 // removes the nonce with the sidecar (issue 28 item 2): the next process
@@ -67,7 +67,9 @@ import (
 // when nobody has yet) and record it in place of their previous one. So a
 // process that finds another fresh nonce recorded, while its own nonce
 // file is younger than moveWait, waits for them (awaitMovers: re-reading
-// the record, outside any transaction), and refuses only after moveWait.
+// the record, outside any transaction: a wait bounded by the caller's
+// context and moveWait, not by its lease wait), and refuses only after
+// moveWait.
 // A genuinely different directory never adopts its nonce, and is refused
 // after moveWait; a nonce file older than moveWait has been seen by every
 // process of its directory (each re-reads it every TTL/3), so a mismatch
