@@ -285,7 +285,7 @@ var leaseParams = []leaseParam{
 	},
 	{
 		name: "_lease_sidecar_dir", field: "SidecarDir", kind: "absolute directory", def: "",
-		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory. Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in `$TMPDIR/cleolease` (`/tmp/cleolease`), and the first lease write proves that every process of the host derived that same directory (`ErrSidecarDir` otherwise, as where the filesystem ignores the liveness files' locks).",
+		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory, or none: each records where it keeps them in the database (table `_writer_sidecar`), and one that finds another place recorded by a process still at work refuses its writes with `ErrSidecarDir` (as where the filesystem ignores the liveness files' locks). Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in `$TMPDIR/cleolease` (`/tmp/cleolease`), proven the same way.",
 		set: func(c *Config, v string) string {
 			if !filepath.IsAbs(v) {
 				return "must be an absolute directory path"

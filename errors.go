@@ -56,11 +56,12 @@ var (
 	// build every program that shares the file with the same tags.
 	ErrTierConflict = lease.ErrTierConflict
 	// ErrSidecarDir: the liveness files cannot prove a holder alive where
-	// they are (their locks are not seen from another open file, or, on
-	// a LiteFS mount, processes of this host derived different local
-	// directories for them); set _lease_sidecar_dir to one local
-	// directory that every process of the host gives. The *LeaseError's
-	// Reason says which.
+	// they are (their locks are not seen from another open file, or
+	// processes of this host keep them in different places: beside the
+	// database and in a _lease_sidecar_dir, two different directories,
+	// or, on a LiteFS mount, different derived local directories); give
+	// every process of the host the same _lease_sidecar_dir (a local
+	// directory), or none. The *LeaseError's Reason says which.
 	ErrSidecarDir = lease.ErrSidecarDir
 	// ErrLeaseClosed: a write waited for the lease while this process's
 	// lease engine of the file was closing (its last connector closed).

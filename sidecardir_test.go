@@ -48,7 +48,8 @@ func TestLiteFSSidecarDirDerived(t *testing.T) {
 		}
 	}
 
-	// A given directory is used instead, with no nonce.
+	// A given directory is used instead, with its own nonce (every
+	// process proves where it keeps its liveness files: lease/sidecarproof.go).
 	dir2 := testdir.New(t)
 	fakeFS(t, dir2, platform.FSInfo{Name: "fuse.litefs", FUSE: true, LiteFS: true}, nil)
 	given := testdir.New(t)
@@ -59,8 +60,8 @@ func TestLiteFSSidecarDirDerived(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(given, "app.db-*-cleolease")); len(m) != 1 {
 		t.Errorf("given directory: %v, want the sidecar", m)
 	}
-	if m, _ := filepath.Glob(filepath.Join(given, "*.nonce")); len(m) != 0 {
-		t.Errorf("given directory holds a nonce: %v", m)
+	if m, _ := filepath.Glob(filepath.Join(given, "app.db-*-cleolease.nonce")); len(m) != 1 {
+		t.Errorf("given directory: %v, want its nonce", m)
 	}
 }
 

@@ -56,14 +56,17 @@ type Options struct {
 	// file name and identity (sidecarBase), instead of beside the database:
 	// for a database in a mount that accepts only database files, such as
 	// LiteFS's. Every process that opens the file must give the same
-	// directory; the directory must exist.
+	// directory (or none); the directory must exist. The engine proves it:
+	// a nonce kept beside the liveness files (none beside the database:
+	// its directory's identity) is recorded in the database, and a claim
+	// that finds another place's recorded refuses with ErrSidecarDir
+	// (sidecarproof.go).
 	SidecarDir string
 	// SidecarDirDerived says that SidecarDir was derived by the caller
 	// (for a LiteFS mount given no _lease_sidecar_dir), not given by the
-	// user: the engine then proves that every process of the host derived
-	// the same one, by a nonce kept beside the liveness files and recorded
-	// in the database (sidecarproof.go), and refuses with ErrSidecarDir
-	// when they differ.
+	// user: a nonce that cannot be kept there then fails Open (a given
+	// directory where it cannot is left unproven), and ErrSidecarDir's
+	// reason says the directory was derived.
 	SidecarDirDerived bool
 	// RemoteHolders says that processes of other hosts may hold the file's
 	// lanes (a database on a network filesystem, opted in with
@@ -107,12 +110,18 @@ type Engine struct {
 
 	holderID string
 	pid      int64
-	start    string
-	locks    platform.Locks  // nil: no liveness locks (pid and start time only)
-	proof    *sidecarProof   // nil unless Options.SidecarDirDerived
-	conn     *leaseConnector // e.db's connector
-	pinned   atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
-	bell     *doorbell
+	start    string         // holder_start at Open (holderStart: after a move of the liveness files)
+	locks    platform.Locks // nil: no liveness locks (pid and start time only)
+	proof    *sidecarProof  // where the liveness files are kept (sidecarproof.go); nil: not proven
+	// movedStart is holder_start once the liveness files moved
+	// (followSidecar); nil before.
+	movedStart atomic.Pointer[string]
+	// followKick asks the heartbeat goroutine to check the liveness files
+	// (kickFollow; capacity 1).
+	followKick chan struct{}
+	conn       *leaseConnector // e.db's connector
+	pinned     atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
+	bell       *doorbell
 
 	db    *sql.DB
 	clock Clock
@@ -253,7 +262,7 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		opts: opts, path: resolved, dev: dev, ino: ino, key: key,
 		holderID: seams.holderID, pid: seams.pid, start: procIdentity(),
 		clock: opts.Clock, log: opts.Logger,
-		lanes: map[laneKey]*laneState{}, refs: 1, os: seams,
+		lanes: map[laneKey]*laneState{}, refs: 1, os: seams, followKick: make(chan struct{}, 1),
 	}
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
 	if f := openHook; f != nil {
@@ -302,20 +311,21 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	e.locks = locks
-	if opts := e.opts; opts.SidecarDirDerived && opts.SidecarDir != "" {
-		if e.proof, err = newSidecarProof(base, mode); err != nil {
-			if locks != nil {
-				locks.Close()
-			}
-			return &Error{Op: "open", Path: e.path, Err: err}
+	if e.proof, err = e.newProof(base, mode); err != nil {
+		if locks != nil {
+			locks.Close()
 		}
+		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	mark := ""
 	if locks != nil {
 		mark = locks.Mark()
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
-	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registered, e.grantArrived, e.lookArrived, e.answerQuery)
+	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registration, e.grantArrived, e.lookArrived, e.answerQuery)
+	if sw := e.sidecarWatch(); sw != nil && e.proof != nil && e.proof.path != "" {
+		sw.Follow(e.proof.path) // its removal: followNonce
+	}
 	e.conn = &leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver}
 	e.db = sql.OpenDB(e.conn)
 	e.db.SetMaxOpenConns(1)
@@ -343,6 +353,29 @@ func (e *Engine) openStore(ctx context.Context) error {
 		return &Error{Op: "open", Path: e.path, Err: err}
 	}
 	return nil
+}
+
+// newProof is the token of where this engine keeps its liveness files
+// (sidecarproof.go): the nonce file of its sidecar directory, or the
+// identity of the database's directory for the sidecar beside it. A
+// given directory where the nonce cannot be kept (read-only to this
+// process) leaves the engine unproven, as before; a derived one fails
+// Open, as before.
+func (e *Engine) newProof(base string, mode os.FileMode) (*sidecarProof, error) {
+	if e.opts.SidecarDir == "" {
+		p, err := newBesideProof(e.path)
+		if err != nil {
+			e.logf(slog.LevelWarn, "cleolease: no token for the sidecar beside the database: processes keeping their liveness files elsewhere will not be refused", "err", err)
+			return nil, nil
+		}
+		return p, nil
+	}
+	p, err := newSidecarProof(base, mode)
+	if err != nil && !e.opts.SidecarDirDerived {
+		e.logf(slog.LevelWarn, "cleolease: no sidecar nonce in the sidecar directory: processes keeping their liveness files elsewhere will not be refused", "err", err)
+		return nil, nil
+	}
+	return p, err
 }
 
 // sidecarBase is the path the liveness files are named after: the
@@ -569,6 +602,15 @@ func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx contex
 	if op != "bootstrap" && missingTable(err) {
 		if err := e.recreate(ctx); err != nil {
 			return err
+		}
+		err = e.tryImmediateOnce(ctx, op, fn)
+	}
+	for errors.Is(err, errSidecarPending) {
+		// Another nonce recorded, which the processes of this directory
+		// may still replace with ours (sidecarproof.go): wait for them,
+		// outside the transaction, then decide again.
+		if werr := e.awaitMovers(ctx); werr != nil {
+			return werr
 		}
 		err = e.tryImmediateOnce(ctx, op, fn)
 	}

@@ -47,11 +47,13 @@ var (
 	// alive where they are, so the engine refuses rather than judge live
 	// holders dead: their locks are not seen from another open file (the
 	// filesystem ignores them: a LiteFS or other FUSE mount, a network
-	// share), or, in a directory derived for a LiteFS mount, processes of
-	// this host derived different directories (a private /tmp, a
-	// container, another mount path), as the nonce recorded in the
-	// database shows. The *Error's Reason says which; the remedy is
-	// _lease_sidecar_dir, one local directory given by every process.
+	// share), or processes of this host keep them in different places —
+	// beside the database and in a sidecar directory, or in two
+	// directories (two _lease_sidecar_dir, a private /tmp, a container,
+	// another mount path deriving another directory for a LiteFS mount) —
+	// as the token recorded in the database shows (sidecarproof.go). The
+	// *Error's Reason says which; the remedy is one _lease_sidecar_dir (a
+	// local directory) given by every process, or none.
 	ErrSidecarDir = errors.New("the liveness files need _lease_sidecar_dir")
 )
 

@@ -17,10 +17,16 @@ import (
 // tick; liveness never rests on the heartbeat unless the TTL-steal policy
 // is chosen. A refresh that matches no row marks the grant lost. Close
 // ends the loop and a beat in progress (hbCtx).
+//
+// The same goroutine follows the liveness files (followSidecar): on every
+// tick, and at once when the file watch reports the sidecar's removal or
+// a registration names a file this process does not see (kickFollow).
 func (e *Engine) heartbeatLoop() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.TTL / 3)
 	defer t.Stop()
+	gone := e.sidecarGone()
+	grants := e.stats.Grants.Load()
 	for {
 		select {
 		case <-e.hbCtx.Done():
@@ -29,12 +35,22 @@ func (e *Engine) heartbeatLoop() {
 			if e.hbCtx.Err() != nil {
 				return // both were ready: select chose at random
 			}
-			e.beat()
+			e.followSidecar()
+			held := e.beat()
+			g := e.stats.Grants.Load()
+			e.renewProof(held || g != grants)
+			grants = g
+		case <-gone:
+			e.followSidecar()
+		case <-e.followKick:
+			e.followSidecar()
 		}
 	}
 }
 
-func (e *Engine) beat() {
+// beat refreshes the rows this process holds (see heartbeatLoop) and
+// reports whether it holds any.
+func (e *Engine) beat() (held bool) {
 	e.mu.Lock()
 	lanes := make([]*laneState, 0, len(e.lanes))
 	for _, l := range e.lanes {
@@ -45,6 +61,7 @@ func (e *Engine) beat() {
 		l.mu.Lock()
 		g, depth := l.held.row, l.held.depth
 		l.mu.Unlock()
+		held = held || g != nil
 		began := time.Now()
 		if g == nil || g.lost.Load() || !g.beatDue(began, e.opts.TTL/6) {
 			// A grant younger than TTL/6 (a short hold under
@@ -70,4 +87,5 @@ func (e *Engine) beat() {
 			e.logf(slog.LevelDebug, "cleolease: heartbeat deferred", "scope", l.scope, "lane", l.lane, "err", err)
 		}
 	}
+	return held
 }

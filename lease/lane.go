@@ -124,7 +124,7 @@ func (l *laneState) me() holder {
 	if l.e.locks != nil {
 		slot = l.e.locks.Slot()
 	}
-	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.start, Slot: slot}
+	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.holderStart(), Slot: slot}
 }
 
 // shutdown is the lane's part of Engine.Close.

@@ -8,35 +8,81 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/google/uuid"
 )
 
-// A sidecar directory derived by the connector (Options.SidecarDirDerived:
-// a LiteFS mount, which keeps only SQLite's files, given no
-// _lease_sidecar_dir) is derived the same way by every process of the
-// host, but a process may still derive another one: a private /tmp, a
-// container, the database reached through another mount path. Two such
-// processes would each see their own liveness files and judge the other's
-// holders by weaker evidence (or, across pid namespaces, dead). So the
-// engine proves that they agree: the first process of the directory keeps
-// a random nonce in a file beside the liveness files
-// ("<base>-cleolease.nonce") and records it in the database, in the table
-// _writer_sidecar, inside the first lease transaction that may take a lane
-// (a claim, a break, the bootstrap: transactions that write anyway, so a
-// replica's open writes nothing). A process that finds another nonce there,
-// recorded during this boot, derived another directory: it refuses with
-// ErrSidecarDir before it judges any holder. A nonce recorded during
-// another boot (a reboot emptied the directory, or another host was the
-// primary before a failover) names holders that are all judged dead by
-// their boot id anyway: it is replaced.
+// Every process of a file must keep its liveness files in the same place:
+// two processes that use different ones each see only their own locks,
+// judge the other's holders by weaker evidence (across pid namespaces:
+// dead) and never see each other's wants. The place is the sidecar beside
+// the database, or a sidecar directory: given (_lease_sidecar_dir), or
+// derived by the connector for a LiteFS mount given none (a private /tmp,
+// a container or another mount path derives another one). So the engine
+// proves that they agree: each place has a token, recorded in the
+// database, in the table _writer_sidecar, by the lease transactions that
+// may take a lane (a claim, a break, the bootstrap of a new file:
+// transactions that write anyway, so a replica's open writes nothing),
+// and a process that finds another place's token there, recorded during
+// this boot and fresh, refuses with ErrSidecarDir before it judges any
+// holder.
+//
+// The token of a sidecar directory is a random nonce kept in a file beside
+// the liveness files ("<base>-cleolease.nonce"), so that two paths of one
+// directory (a host directory bind-mounted into containers) agree and one
+// path of two directories (a private /tmp) does not. The token of the
+// sidecar beside the database is the identity of the database's directory
+// ("beside:<dev>:<ino>"): it keeps no file beside the user's database,
+// and cannot be removed with the sidecar. A token recorded during another
+// boot (a reboot emptied the directory; another host was the primary
+// before a failover) names holders that are all judged dead by their boot
+// id anyway: it is replaced.
+//
+// A token is fresh while the processes that use it work: a claim that
+// finds its own token, and every heartbeat tick of a process that held a
+// lane since the last one (renewProof), rewrite written_at when it is
+// older than TTL/3 — a lane handed from process to process inside the
+// data commits runs no claim, and its grants are too young to beat. One
+// older than the TTL belongs to processes that have held no lane for a
+// TTL (gone, or idle): it is replaced, and those processes, if they come
+// back while this place's processes work, are refused in their turn. Two
+// places are thus refused whenever their processes overlap, and a change
+// of place (a restart with another _lease_sidecar_dir) is accepted once
+// the old token has gone stale.
+//
+// A temporary-file cleaner that removes the sidecar directory's files
+// removes the nonce with the sidecar (issue 28 item 2): the next process
+// creates a new nonce, and finds the old one recorded by live processes
+// of the same directory. It must be served, not refused. Those processes
+// move to the new sidecar (Follower, sidecarfollow.go) and, at the same
+// moment, re-read the nonce file: they adopt the new nonce (or create one
+// when nobody has yet) and record it in place of their previous one. So a
+// process that finds another fresh nonce recorded, while its own nonce
+// file is younger than moveWait, waits for them (awaitMovers: re-reading
+// the record, outside any transaction: a wait bounded by the caller's
+// context and moveWait, not by its lease wait), and refuses only after
+// moveWait.
+// A genuinely different directory never adopts its nonce, and is refused
+// after moveWait; a nonce file older than moveWait has been seen by every
+// process of its directory (each re-reads it every TTL/3), so a mismatch
+// then is refused at once, as is a mismatch between a directory's nonce
+// and the sidecar beside the database (a process beside the database
+// never adopts a nonce). With private /tmp (systemd's PrivateTmp: one path,
+// two directories) the two nonce files never meet: refused. Containers
+// that bind-mount one host directory share its nonce file: accepted.
 
-// ddlSidecar is the table of the recorded nonce: one row (id 1); boot is
+// ddlSidecar is the table of the recorded token: one row (id 1); boot is
 // the boot id of the process that recorded it, written_at milliseconds
-// since the Unix epoch.
+// since the Unix epoch when one of its processes last claimed or
+// heartbeat with it.
 const ddlSidecar = `CREATE TABLE IF NOT EXISTS main._writer_sidecar (
 	id INTEGER PRIMARY KEY CHECK (id = 1),
 	nonce TEXT NOT NULL,
@@ -44,27 +90,65 @@ const ddlSidecar = `CREATE TABLE IF NOT EXISTS main._writer_sidecar (
 	written_at INTEGER NOT NULL
 )`
 
-// sidecarProof is this process's nonce of a derived sidecar directory and
-// where it is kept.
+// besidePrefix starts the token of the sidecar beside the database.
+const besidePrefix = "beside:"
+
+// errSidecarPending reports, inside a lease transaction, another
+// directory's nonce that the processes of this one may still adopt: the
+// caller rolls back and waits for them (awaitMovers).
+var errSidecarPending = errors.New("another nonce recorded: waiting for the processes of this directory to adopt ours")
+
+// sidecarProof is this process's token of the place its liveness files
+// are kept, and what it knows of the record.
 type sidecarProof struct {
-	path  string // the nonce file, <base>-cleolease.nonce
-	nonce string
+	path string      // the nonce file, <base>-cleolease.nonce; "" beside the database
+	mode fs.FileMode // the nonce file's permission bits
+
+	mu    sync.Mutex
+	nonce string   // the token
+	prev  []string // this process's earlier nonces (a mover replaces them in the record)
+	due   bool     // the nonce changed and is not recorded in place of prev yet
+	// waitFrom is when a claim first met the recorded nonce waitOn, which
+	// it waits for the movers to replace (zero: none); a refusal keeps it,
+	// so that later claims against the same record are refused at once.
+	waitFrom time.Time
+	waitOn   string // the recorded nonce and this process's, NUL-separated
+}
+
+// newBesideProof is the token of the sidecar beside the database at path:
+// its directory's identity.
+func newBesideProof(path string) (*sidecarProof, error) {
+	fi, err := platform.Stat(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("the database's directory: %w", err)
+	}
+	return &sidecarProof{nonce: besidePrefix + strconv.FormatUint(fi.ID.Dev, 16) + ":" + strconv.FormatUint(fi.ID.Ino, 16)}, nil
 }
 
 // newSidecarProof reads the nonce file beside the liveness files named
 // after base, creating it with a new random nonce (mode's permission bits)
-// when there is none. Two processes creating it at once agree: the file
-// appears whole (written aside, then linked into place) and only the first
-// link wins. On Windows a read that meets another creator's link or
-// removal of its temporary name fails with a sharing violation (the
-// file's links share its sharing state): a failed read is retried there,
-// for up to sharedReadRetries milliseconds.
+// when there is none.
 func newSidecarProof(base string, mode fs.FileMode) (*sidecarProof, error) {
 	p := base + "-cleolease.nonce"
+	nonce, err := readOrCreateNonce(p, mode)
+	if err != nil {
+		return nil, err
+	}
+	return &sidecarProof{path: p, mode: mode, nonce: nonce}, nil
+}
+
+// readOrCreateNonce reads the nonce file at p, creating it with a new
+// random nonce when there is none. Two processes creating it at once
+// agree: the file appears whole (written aside, then linked into place)
+// and only the first link wins. On Windows a read that meets another
+// creator's link or removal of its temporary name fails with a sharing
+// violation (the file's links share its sharing state): a failed read is
+// retried there, for up to sharedReadRetries milliseconds.
+func readOrCreateNonce(p string, mode fs.FileMode) (string, error) {
 	for attempt, busy := 0, 0; ; attempt++ {
 		b, err := os.ReadFile(p)
 		if n := strings.TrimSpace(string(b)); err == nil && n != "" {
-			return &sidecarProof{path: p, nonce: n}, nil
+			return n, nil
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			if runtime.GOOS == "windows" && busy < sharedReadRetries {
@@ -72,63 +156,310 @@ func newSidecarProof(base string, mode fs.FileMode) (*sidecarProof, error) {
 				time.Sleep(time.Millisecond)
 				continue
 			}
-			return nil, fmt.Errorf("read the sidecar nonce: %w", err)
+			return "", fmt.Errorf("read the sidecar nonce: %w", err)
 		}
 		if attempt == 3 {
-			return nil, fmt.Errorf("sidecar nonce %s stays empty", p)
+			return "", fmt.Errorf("sidecar nonce %s stays empty", p)
 		}
 		nonce := uuid.NewString()
 		tmp := p + ".tmp-" + nonce
 		if err := os.WriteFile(tmp, []byte(nonce+"\n"), mode.Perm()); err != nil {
-			return nil, fmt.Errorf("write the sidecar nonce: %w", err)
+			return "", fmt.Errorf("write the sidecar nonce: %w", err)
 		}
 		err = os.Link(tmp, p)
 		os.Remove(tmp)
 		if err == nil {
-			return &sidecarProof{path: p, nonce: nonce}, nil
+			return nonce, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("write the sidecar nonce: %w", err)
+			return "", fmt.Errorf("write the sidecar nonce: %w", err)
 		}
 	}
 }
 
-// sharedReadRetries bounds newSidecarProof's retries of a failed read on
-// Windows (one a millisecond).
+// sharedReadRetries bounds readOrCreateNonce's retries of a failed read
+// on Windows (one a millisecond).
 const sharedReadRetries = 100
 
+// token returns the current token.
+func (p *sidecarProof) token() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nonce
+}
+
+// mine reports whether nonce is this process's token (current), or one
+// it had (earlier: this process may replace it).
+func (p *sidecarProof) mine(nonce string) (current, earlier bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return nonce == p.nonce, slices.Contains(p.prev, nonce)
+}
+
+// reread reads the nonce file again (a directory's proof only), creating
+// it when it is gone, and adopts what it holds: the nonce a process that
+// found the file removed wrote there. It reports whether the nonce
+// changed since the last record (a change waits to be recorded: due).
+func (p *sidecarProof) reread() (due bool, err error) {
+	if p.path == "" {
+		return false, nil
+	}
+	n, err := readOrCreateNonce(p.path, p.mode)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil && n != p.nonce {
+		if len(p.prev) == maxEarlierNonces {
+			p.prev = p.prev[1:]
+		}
+		p.prev = append(p.prev, p.nonce)
+		p.nonce, p.due = n, true
+	}
+	return p.due, err
+}
+
+// maxEarlierNonces bounds the earlier nonces a process remembers.
+const maxEarlierNonces = 8
+
+// recorded notes that the current nonce was recorded in place of the
+// earlier ones (or found there).
+func (p *sidecarProof) recorded(nonce string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if nonce == p.nonce {
+		p.due = false
+		p.waitFrom, p.waitOn = time.Time{}, ""
+	}
+}
+
+// young reports whether the nonce file was written less than d ago: the
+// processes of its directory may not all have read it yet.
+func (p *sidecarProof) young(d time.Duration) bool {
+	if p.path == "" {
+		return false
+	}
+	fi, err := os.Stat(p.path)
+	return err != nil || time.Since(fi.ModTime()) < d
+}
+
+// waitingSince returns when this process began waiting for the movers
+// to replace the recorded nonce with its own, starting the wait now if it
+// was waiting for no such thing (another record, or another nonce of its
+// own: a new removal).
+func (p *sidecarProof) waitingSince(recorded string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on := recorded + "\x00" + p.nonce; p.waitFrom.IsZero() || p.waitOn != on {
+		p.waitFrom, p.waitOn = time.Now(), on
+	}
+	return p.waitFrom
+}
+
+// waitEnds is when the current wait for the movers ends (d after it
+// began).
+func (p *sidecarProof) waitEnds(d time.Duration) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waitFrom.Add(d)
+}
+
+// moveWait is how long a process whose nonce file is new waits for the
+// processes of its directory to adopt its nonce (each re-reads the nonce
+// file on every heartbeat, every TTL/3, and at once where the file watch
+// reports its removal) before it refuses another one: TTL/2, so that
+// processes of one file share the TTL.
+func (e *Engine) moveWait() time.Duration { return e.opts.TTL / 2 }
+
 // proveSidecar checks, inside the lease transaction op on c, that this
-// process's derived sidecar directory is the one recorded in the database
-// (see the comment at the top of this file), recording it when nothing
-// or another boot's is recorded. Only transactions that may take a lane
-// check (claim, break, bootstrap); without a derived directory it does
-// nothing. ErrSidecarDir in an *Error when another process of this boot
-// recorded another nonce.
+// process's liveness files are where the database's record says (see the
+// comment at the top of this file). Claims and breaks check; the
+// bootstrap of a new file records its token when there is none.
+// ErrSidecarDir in an *Error when another place's token of this boot is
+// recorded and fresh; errSidecarPending when this process waits for the
+// movers first.
 func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error {
 	p := e.proof
-	if p == nil || (op != "claim" && op != "break" && op != "bootstrap") {
+	if p == nil {
 		return nil
 	}
-	if _, err := c.ExecContext(ctx, ddlSidecar); err != nil {
-		return err
+	switch op {
+	case "claim", "break", "bootstrap":
+	default:
+		return nil
 	}
 	var nonce, boot string
-	err := c.QueryRowContext(ctx, `SELECT nonce, boot FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		_, err = c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at) VALUES (1, ?, ?, ?)`, p.nonce, bootID(), e.nowMS())
-		return err
-	case err != nil:
-		return err
-	case nonce == p.nonce:
-		return nil
-	case boot != bootID():
-		e.logf(slog.LevelInfo, "cleolease: sidecar nonce of another boot or host replaced", "nonce_file", p.path, "boot", boot)
-		_, err = c.ExecContext(ctx, `UPDATE main._writer_sidecar SET nonce = ?, boot = ?, written_at = ? WHERE id = 1`, p.nonce, bootID(), e.nowMS())
+	var writtenAt int64
+	err := c.QueryRowContext(ctx, `SELECT nonce, boot, written_at FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot, &writtenAt)
+	mine := p.token()
+	record := func(how string) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at) VALUES (1, ?1, ?2, ?3)
+			ON CONFLICT (id) DO UPDATE SET nonce = ?1, boot = ?2, written_at = ?3`, mine, bootID(), e.nowMS())
+		if err == nil {
+			p.recorded(mine)
+			if how != "" {
+				e.logf(slog.LevelInfo, "cleolease: liveness files' token "+how+" replaced", "token", mine, "was", nonce, "boot", boot)
+			}
+		}
 		return err
 	}
-	return e.errf(op, "", "", ErrSidecarDir, fmt.Sprintf(
-		"another process of this host keeps this database's liveness files in another directory: the nonce recorded in the database is not the one in %s, "+
-			"derived for this LiteFS mount (a private /tmp, a container or another mount path derives another directory); "+
-			"set _lease_sidecar_dir to one local directory that every process of the host gives", p.path))
+	current, earlier := p.mine(nonce)
+	age := e.nowMS() - writtenAt
+	switch {
+	case err != nil && missingSidecarTable(err):
+		if _, err := c.ExecContext(ctx, ddlSidecar); err != nil {
+			return err
+		}
+		return record("")
+	case errors.Is(err, sql.ErrNoRows):
+		return record("")
+	case err != nil:
+		return err
+	case current:
+		p.recorded(mine)
+		if op == "claim" && age > e.opts.TTL.Milliseconds()/3 {
+			_, err = c.ExecContext(ctx, `UPDATE main._writer_sidecar SET written_at = ? WHERE id = 1`, e.nowMS())
+		}
+		return err
+	case op == "bootstrap":
+		if boot != bootID() || earlier {
+			return record("of another boot or an earlier nonce of this process")
+		}
+		return nil // a claim decides
+	case boot != bootID():
+		return record("of another boot or host")
+	case earlier:
+		return record("(an earlier nonce of this directory)")
+	case age > e.opts.TTL.Milliseconds():
+		return record(fmt.Sprintf("(stale: not renewed for %v)", time.Duration(age)*time.Millisecond))
+	case p.path != "" && !strings.HasPrefix(nonce, besidePrefix) && p.young(e.moveWait()) &&
+		time.Since(p.waitingSince(nonce)) < e.moveWait():
+		return errSidecarPending
+	}
+	return e.errf(op, "", "", ErrSidecarDir, e.sidecarDirReason(nonce))
+}
+
+// sidecarDirReason explains a refusal: where this process keeps its
+// liveness files, and what the record says of the other process's place.
+func (e *Engine) sidecarDirReason(recorded string) string {
+	p := e.proof
+	here := "beside the database (no _lease_sidecar_dir)"
+	if p.path != "" {
+		here = "in " + filepath.Dir(p.path) + " (nonce file " + p.path + ")"
+		if e.opts.SidecarDirDerived {
+			here += ", derived for this LiteFS mount"
+		}
+	}
+	there := "in another sidecar directory, or under another name in this one " +
+		"(a private /tmp, a container or another mount path derives another directory; the database reached through another path, " +
+		"or another LiteFS node of this host, names its files differently)"
+	if strings.HasPrefix(recorded, besidePrefix) {
+		there = "beside the database (no _lease_sidecar_dir)"
+	}
+	return "another process of this host keeps this database's liveness files elsewhere, and neither would see the other's locks: " +
+		"this process keeps them " + here + "; the database records one keeping them " + there +
+		"; give every process of the host the same _lease_sidecar_dir and database path, or no _lease_sidecar_dir"
+}
+
+// missingSidecarTable reports SQLite's "no such table" for
+// _writer_sidecar: a tool dropped it (or no process recorded a token yet).
+func missingSidecarTable(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no such table") && strings.Contains(err.Error(), "_writer_sidecar")
+}
+
+// awaitMovers waits, outside any transaction, while the record names
+// another nonce that the processes of this directory may still replace
+// with this process's (see errSidecarPending): it asks this process's own
+// files to be checked (it may be the one to adopt), then re-reads the
+// record every proofPoll until it names this process's nonce, is stale or
+// of another boot, or moveWait has passed since the wait began; the
+// caller's transaction then decides. ctx's error if it ends first.
+func (e *Engine) awaitMovers(ctx context.Context) error {
+	e.kickFollow()
+	p := e.proof
+	deadline := p.waitEnds(e.moveWait())
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if !time.Now().Before(deadline) {
+			return nil
+		}
+		var nonce, boot string
+		var writtenAt int64
+		err := e.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT nonce, boot, written_at FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot, &writtenAt)
+		if cur, earlier := p.mine(nonce); err == nil && (cur || earlier || boot != bootID() || e.nowMS()-writtenAt > e.opts.TTL.Milliseconds()) {
+			return nil
+		}
+		if err != nil && !isBusy(err) {
+			return nil // the transaction reads it again
+		}
+		t.Reset(proofPoll)
+	}
+}
+
+// proofPoll is how often awaitMovers re-reads the record.
+const proofPoll = 10 * time.Millisecond
+
+// renewProof keeps this process's token fresh while it works (see the
+// comment at the top of this file): on a heartbeat tick after which it
+// held a lane (active), a read of the record, and, when it names this
+// process's token and was written more than TTL/3 ago, a short write.
+func (e *Engine) renewProof(active bool) {
+	p := e.proof
+	if p == nil || !active {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.hbCtx, e.opts.TTL/3)
+	defer cancel()
+	mine := p.token()
+	fresh := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) bool {
+		var writtenAt int64
+		err := q.QueryRowContext(ctx, `SELECT written_at FROM main._writer_sidecar WHERE id = 1 AND nonce = ? AND boot = ?`, mine, bootID()).Scan(&writtenAt)
+		return err != nil || e.nowMS()-writtenAt <= e.opts.TTL.Milliseconds()/3 // (not ours, or unreadable: a claim decides)
+	}
+	if fresh(e.db) {
+		return
+	}
+	err := e.immediateOp(ctx, "sidecar", func(ctx context.Context, c *sql.Conn) error {
+		if fresh(c) {
+			return nil
+		}
+		_, err := c.ExecContext(ctx, `UPDATE main._writer_sidecar SET written_at = ? WHERE id = 1 AND nonce = ?`, e.nowMS(), mine)
+		return err
+	})
+	if err != nil {
+		e.logf(slog.LevelDebug, "cleolease: liveness files' token not renewed", "err", err)
+	}
+}
+
+// recordMoved records this process's nonce in place of its earlier ones
+// after it adopted or created a new one (followNonce): a process that
+// waits for it (awaitMovers) is then served. A record that names another
+// directory's nonce is left alone.
+func (e *Engine) recordMoved(ctx context.Context) error {
+	p := e.proof
+	p.mu.Lock()
+	nonce, prev := p.nonce, slices.Clone(p.prev)
+	p.mu.Unlock()
+	err := e.immediateOp(ctx, "sidecar", func(ctx context.Context, c *sql.Conn) error {
+		for _, old := range prev {
+			if _, err := c.ExecContext(ctx, `UPDATE main._writer_sidecar SET nonce = ?, boot = ?, written_at = ? WHERE id = 1 AND nonce = ?`,
+				nonce, bootID(), e.nowMS(), old); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if missingSidecarTable(err) {
+		err = nil // nothing recorded: the next claim records
+	}
+	if err == nil {
+		p.recorded(nonce)
+	}
+	return err
 }

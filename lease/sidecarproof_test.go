@@ -8,16 +8,21 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/testdir"
+	"github.com/google/uuid"
 )
 
 // With a derived sidecar directory the first claim records the nonce kept
-// there; a nonce recorded by another process of this boot (another
-// derived directory) makes the claim fail with ErrSidecarDir, naming
-// _lease_sidecar_dir, before any holder is judged; one recorded during
-// another boot is replaced. Without SidecarDirDerived nothing is recorded.
+// there; a fresh nonce recorded by another process of this boot (another
+// directory) makes the claim fail with ErrSidecarDir, naming
+// _lease_sidecar_dir, before any holder is judged (at once: this
+// process's nonce file is older than moveWait, so every process of its
+// directory has read it); one recorded during another boot, or not
+// renewed for a TTL, is replaced. A given directory and the sidecar beside
+// the database record their tokens too.
 func TestSidecarProof(t *testing.T) {
 	ctx := context.Background()
 	dir := testdir.New(t)
@@ -43,6 +48,7 @@ func TestSidecarProof(t *testing.T) {
 		t.Fatalf("recorded %q (boot %q), kept %q (%v); want the kept nonce and this boot", nonce, boot, kept, err)
 	}
 
+	age(t, e.proof.path, 2*e.moveWait())
 	if _, err := raw.Exec(`UPDATE _writer_sidecar SET nonce = 'another directory'`); err != nil {
 		t.Fatal(err)
 	}
@@ -68,18 +74,191 @@ func TestSidecarProof(t *testing.T) {
 		t.Fatalf("after another boot's nonce: recorded %q, %q; want ours", nonce, boot)
 	}
 
-	// A given (not derived) directory records nothing.
-	path2 := newDB(t)
-	e2 := openEngine(t, path2, func(o *Options) { o.Linger = 0; o.SidecarDir = testdir.New(t) })
-	h, err := e2.Acquire(ctx, "s", "l", req)
+	stale := time.Now().Add(-2 * e.opts.TTL).UnixMilli()
+	if _, err := raw.Exec(`UPDATE _writer_sidecar SET nonce = 'a directory gone quiet', written_at = ?`, stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := claim(); err != nil {
+		t.Fatalf("claim with a nonce not renewed for a TTL: %v; want it replaced", err)
+	}
+	raw.QueryRow(`SELECT nonce FROM _writer_sidecar WHERE id = 1`).Scan(&nonce)
+	if nonce != strings.TrimSpace(string(kept)) {
+		t.Fatalf("after a stale nonce: recorded %q; want ours", nonce)
+	}
+
+	// A given directory records its nonce, and the sidecar beside the
+	// database its directory's identity.
+	for _, given := range []string{testdir.New(t), ""} {
+		path2 := newDB(t)
+		e2 := openEngine(t, path2, func(o *Options) { o.Linger = 0; o.SidecarDir = given })
+		h, err := e2.Acquire(ctx, "s", "l", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+		var got string
+		rawDB(t, path2).QueryRow(`SELECT nonce FROM _writer_sidecar WHERE id = 1`).Scan(&got)
+		if got == "" || got != e2.proof.token() || (given == "") != strings.HasPrefix(got, besidePrefix) {
+			t.Fatalf("sidecar directory %q: recorded %q; want this process's token %q", given, got, e2.proof.token())
+		}
+	}
+}
+
+// age sets the modification time of the file at p to d ago.
+func age(t *testing.T, p string, d time.Duration) {
+	t.Helper()
+	then := time.Now().Add(-d)
+	if err := os.Chtimes(p, then, then); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openPeer opens another engine on the file at path in this process, as
+// if it were another process (its own holder id, liveness files and
+// doorbell), with TTL 2 s and no Linger unless mod says otherwise.
+func openPeer(t *testing.T, path string, mod func(*Options)) *Engine {
+	t.Helper()
+	seams := realSeams()
+	seams.shared, seams.holderID = false, "cl-"+uuid.NewString()
+	o := Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: 2 * time.Second}
+	if mod != nil {
+		mod(&o)
+	}
+	e, err := openWith(context.Background(), o, seams)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Release()
-	var n int
-	rawDB(t, path2).QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = '_writer_sidecar'`).Scan(&n)
-	if n != 0 {
-		t.Fatal("a given sidecar directory created _writer_sidecar")
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// Two processes of one file that keep their liveness files in different
+// places are refused with ErrSidecarDir, whichever places: a given
+// directory and a derived one, the sidecar beside the database and a
+// directory (both ways); the later one is refused while the earlier one
+// holds a lane, and that holder keeps its lease. A given and a derived
+// directory that are the same directory agree.
+func TestSidecarProofPlaces(t *testing.T) {
+	ctx := context.Background()
+	d1, d2 := testdir.New(t), testdir.New(t)
+	for _, c := range []struct {
+		name       string
+		first, sec func(*Options)
+		wait       bool // the second's nonce is new: it waits moveWait for movers first
+		agree      bool
+	}{
+		{"given, then derived", given(d1), derived(d2), true, false},
+		{"derived, then given (old nonce file)", derived(d1), given(d2), false, false},
+		{"beside, then given", nil, given(d1), false, false},
+		{"given, then beside", given(d1), nil, false, false},
+		{"derived, then given, same directory", derived(d1), given(d1), false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := newDB(t)
+			a := openPeer(t, path, c.first)
+			ha, err := a.Acquire(ctx, "s", "l", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := openPeer(t, path, c.sec)
+			if b.proof.path != "" && !c.wait {
+				age(t, b.proof.path, 2*b.moveWait())
+			}
+			// (A waiter that registered with the holder runs its first claim
+			// transaction, and so the proof, after selfEnqueueAfter.)
+			wait := time.Minute
+			if c.agree {
+				wait = 3 * selfEnqueueAfter
+			}
+			hb, err := b.Acquire(ctx, "s", "l", AcquireOptions{Wait: wait, Require: true})
+			switch {
+			case c.agree && !errors.Is(err, ErrUnavailable):
+				t.Fatalf("second process, same place: %v; want it to wait for the lane (ErrUnavailable at its bound)", err)
+			case !c.agree && !errors.Is(err, ErrSidecarDir):
+				t.Fatalf("second process, another place: %v; want ErrSidecarDir", err)
+			}
+			if hb != nil {
+				hb.Release()
+			}
+			if err := ha.Check(ctx); err != nil {
+				t.Fatalf("the first process's lease after the second's claim: %v", err)
+			}
+			ha.Release()
+		})
+	}
+}
+
+func given(dir string) func(*Options) {
+	return func(o *Options) { o.SidecarDir = dir }
+}
+
+func derived(dir string) func(*Options) {
+	return func(o *Options) { o.SidecarDir, o.SidecarDirDerived = dir, true }
+}
+
+// Issue 28 item 2 with a sidecar directory (given, or derived for a
+// LiteFS mount): a cleaner removes the sidecar and the nonce beside it
+// while a process holds the lane; a process that opens afterwards writes
+// a new nonce and finds the old one recorded, fresh. The holder, which
+// moves to the new sidecar, adopts the new nonce and records it, so the
+// late process is served, not refused (its wait for the movers is bounded
+// by moveWait: TTL/2, 10 s here; the holder looks at once where the file
+// watch reports the removal, within TTL/3 = 1 s otherwise). On c2e842a
+// the late process was refused with ErrSidecarDir.
+func TestSidecarProofNonceRemovedServed(t *testing.T) {
+	if !platform.KeepsLocks {
+		t.Skip("this platform keeps no liveness locks")
+	}
+	for _, kind := range []string{"derived", "given"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			dir := testdir.New(t)
+			path := newDB(t)
+			place := func(ttl time.Duration) func(*Options) {
+				return func(o *Options) {
+					o.SidecarDir, o.SidecarDirDerived, o.TTL = dir, kind == "derived", ttl
+				}
+			}
+			a := openPeer(t, path, place(3*time.Second))
+			ha, err := a.Acquire(ctx, "s", "l", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := a.proof.token()
+			if err := os.Remove(a.proof.path); err != nil {
+				t.Fatal(err)
+			}
+			removeSidecar(t, a.base)
+			b := openPeer(t, path, place(20*time.Second))
+			if b.proof.token() == old {
+				t.Fatal("the late process read the removed nonce")
+			}
+			got := make(chan error, 1)
+			go func() {
+				hb, err := b.Acquire(ctx, "s", "l", req)
+				if err == nil {
+					hb.Release()
+				}
+				got <- err
+			}()
+			eventually(t, "the holder to adopt the late process's nonce (or the late process to fail)", func() bool {
+				return len(got) > 0 || a.proof.token() == b.proof.token()
+			})
+			select {
+			case err := <-got:
+				t.Fatalf("the process that opened after the nonce was removed, while the holder holds the lane: %v; want it to wait for the lane", err)
+			default:
+			}
+			ha.Release()
+			if err := <-got; err != nil {
+				t.Fatalf("the process that opened after the nonce was removed: %v; want the lane", err)
+			}
+			var nonce string
+			rawDB(t, path).QueryRow(`SELECT nonce FROM _writer_sidecar WHERE id = 1`).Scan(&nonce)
+			if nonce != b.proof.token() {
+				t.Fatalf("recorded %q; want the new nonce %q (the removed one was %q)", nonce, b.proof.token(), old)
+			}
+		})
 	}
 }
 
@@ -127,4 +306,28 @@ func TestOpenRefusesIgnoredLocks(t *testing.T) {
 	if !errors.Is(err, ErrSidecarDir) || !errors.As(err, &le) || !strings.Contains(err.Error(), "_lease_sidecar_dir") || !strings.Contains(err.Error(), platform.SidecarPath(path)) {
 		t.Fatalf("Open where locks are ignored: %v; want ErrSidecarDir naming the sidecar and _lease_sidecar_dir", err)
 	}
+}
+
+// A process at work keeps its token fresh even when it runs no claim (a
+// lane handed from process to process inside the data commits): its
+// heartbeat tick renews written_at once it is older than TTL/3.
+func TestSidecarProofRenewedWhileWorking(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t)
+	e := openPeer(t, path, func(o *Options) { o.TTL = 900 * time.Millisecond; o.Linger = time.Hour })
+	h, err := e.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	raw := rawDB(t, path)
+	old := time.Now().Add(-time.Hour).UnixMilli()
+	if _, err := raw.Exec(`UPDATE _writer_sidecar SET written_at = ?`, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the holder's heartbeat to renew its token", func() bool {
+		var at int64
+		raw.QueryRow(`SELECT written_at FROM _writer_sidecar`).Scan(&at)
+		return at > old
+	})
 }

@@ -2,7 +2,9 @@
 // lease engine (package lease) behind a few small seams, one job each:
 //
 //   - liveness evidence: a lock each process holds for its lifetime on a
-//     file of its own, tested by its peers (Locks, locks*.go);
+//     file of its own, tested by its peers (Locks, locks*.go), followed
+//     to the new file when it is removed while in use (Follower,
+//     locks_follow.go);
 //   - wake-up transport: datagrams between the processes of one database
 //     (Bell, bell*.go);
 //   - file watch: exits of peers and changes of the database's identity,

@@ -69,13 +69,31 @@ const ticketOffset = 16
 const TicketOffset = ticketOffset
 
 // OpenLocks creates (with mode's permission bits) or opens the sidecar of
-// the database at dbPath and takes this process's lifetime lock at slot.
-// It returns (nil, nil) when the directory does not allow it: liveness
-// then rests on pid and start time alone. ErrTierConflict when processes
-// of the portable tier use the database; ErrLocksIgnored (wrapped, naming
-// the sidecar) when a second open file of the sidecar does not see the
-// lifetime lock (proveConflict).
+// the database at dbPath and takes this process's lifetime lock at slot;
+// the Locks it returns follow the sidecar when it is removed or replaced
+// (Follower, locks_follow.go). It returns (nil, nil) when the directory
+// does not allow it: liveness then rests on pid and start time alone.
+// ErrTierConflict when processes of the portable tier use the database;
+// ErrLocksIgnored (wrapped, naming the sidecar) when a second open file of
+// the sidecar does not see the lifetime lock (proveConflict).
 func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
+	open := func() (generation, error) {
+		s, err := openSidecar(dbPath, mode, slot)
+		if s == nil {
+			return nil, err
+		}
+		return s, err
+	}
+	g, err := open()
+	if g == nil || err != nil {
+		return nil, err
+	}
+	return follow(g, open), nil
+}
+
+// openSidecar is OpenLocks for the one sidecar file the path names now:
+// one generation of the process's liveness files.
+func openSidecar(dbPath string, mode fs.FileMode, slot int64) (*byteLocks, error) {
 	p := SidecarPath(dbPath)
 	busy := false
 	for attempt := 0; attempt < 50; attempt++ {
@@ -170,6 +188,16 @@ func OpenLocksReadOnly(dbPath string) (Locks, error) {
 func (s *byteLocks) Slot() int64       { return s.slot }
 func (s *byteLocks) Mark() string      { return s.mark }
 func (s *byteLocks) WatchPath() string { return s.path }
+
+// current reports whether the sidecar's path still names this open file.
+func (s *byteLocks) current() (bool, error) { return sameFile(s.f, s.path) }
+
+// byPath: each sidecar file is tested through its own open file.
+func (s *byteLocks) byPath() bool { return false }
+
+// sees reports whether mark names this sidecar file: every process
+// holding its lifetime lock in it recorded that mark.
+func (s *byteLocks) sees(slot int64, mark string) bool { return mark != "" && mark == s.mark }
 
 // Probe tests the write lock on byte slot. A holder that recorded this
 // sidecar's mark and holds no lock is gone.
@@ -298,36 +326,84 @@ func (s *byteLocks) lockedBytes(start, n int64, limit int) (int, error) {
 // holder's transaction keeps SQLite's write lock and the queue row cannot
 // be written yet.
 func (s *byteLocks) NextTicket() int64 {
-	// Non-blocking attempts for up to ~10 ms: a peer stopped (SIGSTOP)
-	// inside this few-microsecond section must not stall everyone; without
-	// a ticket the waiter falls back to the queue's own order.
-	for i := 0; s.r.lock(ticketOffset, 8, true) != nil; i++ {
-		if i == 200 {
-			return 0
-		}
-		time.Sleep(50 * time.Microsecond)
+	// Without a ticket (lockTicket gave up) the waiter falls back to the
+	// queue's own order.
+	if !s.lockTicket() {
+		return 0
 	}
 	defer s.r.unlock(ticketOffset, 8)
-	var b [8]byte
-	if n, err := s.f.ReadAt(b[:], ticketOffset); err != nil && n != 8 {
-		b = [8]byte{}
-	}
-	t := int64(binary.LittleEndian.Uint64(b[:])) + 1
-	binary.LittleEndian.PutUint64(b[:], uint64(t))
-	if _, err := s.f.WriteAt(b[:], ticketOffset); err != nil {
+	t := s.readTicket() + 1
+	if !s.writeTicket(t) {
 		return 0
 	}
 	return t
 }
 
+// lockTicket takes the counter's lock: non-blocking attempts for up to
+// ~10 ms (a peer stopped inside its few-microsecond section must not
+// stall everyone). It reports whether it got it.
+func (s *byteLocks) lockTicket() bool {
+	for i := 0; s.r.lock(ticketOffset, 8, true) != nil; i++ {
+		if i == 200 {
+			return false
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return true
+}
+
+// readTicket reads the counter (0 for a new file); the caller holds its
+// lock.
+func (s *byteLocks) readTicket() int64 {
+	var b [8]byte
+	if n, err := s.f.ReadAt(b[:], ticketOffset); err != nil && n != 8 {
+		b = [8]byte{}
+	}
+	return int64(binary.LittleEndian.Uint64(b[:]))
+}
+
+// writeTicket writes the counter; the caller holds its lock.
+func (s *byteLocks) writeTicket(t int64) bool {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(t))
+	_, err := s.f.WriteAt(b[:], ticketOffset)
+	return err == nil
+}
+
+// lastTicket reads the arrival counter (0 when it cannot be read).
+func (s *byteLocks) lastTicket() int64 {
+	if !s.lockTicket() {
+		return 0
+	}
+	defer s.r.unlock(ticketOffset, 8)
+	return s.readTicket()
+}
+
+// raiseTicket sets the arrival counter to at least floor, so that tickets
+// taken from a new sidecar follow those of the file it replaces (a
+// waiter's place in line compares tickets).
+func (s *byteLocks) raiseTicket(floor int64) {
+	if floor <= 0 || !s.lockTicket() {
+		return
+	}
+	defer s.r.unlock(ticketOffset, 8)
+	if s.readTicket() < floor {
+		s.writeTicket(floor)
+	}
+}
+
 // Close drops the lifetime lock and removes the sidecar when no other
-// process holds any lock on it.
+// process holds any lock on it and its path still names it: a file this
+// process followed away from (Follower) is never removed, since its path
+// now names the sidecar its peers use.
 func (s *byteLocks) Close() error {
 	if s.slot != 0 && removable(s.f, s.slot) {
 		// Nobody else holds a byte of it: safe to remove. A process that
 		// opens it right now and locks the removed file sees that the path
 		// names another file and opens again.
-		os.Remove(s.path)
+		if same, _ := sameFile(s.f, s.path); same {
+			os.Remove(s.path)
+		}
 	}
 	return s.f.Close()
 }

@@ -58,17 +58,36 @@ func dirMode(m fs.FileMode) fs.FileMode {
 
 // OpenLocks creates (with the database's permission bits) or opens the
 // lock directory of the database at dbPath and takes this process's
-// lifetime lock at slot. (nil, nil) when the directory does not allow it:
+// lifetime lock at slot; the Locks it returns follow the directory when
+// it (or the lifetime file) is removed or replaced (Follower,
+// locks_follow.go). (nil, nil) when the directory does not allow it:
 // liveness then rests on pid and start time alone. On Linux,
 // ErrTierConflict when processes of the default Linux tier use the
 // database.
 func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
+	open := func() (generation, error) {
+		s, err := openLockDir(dbPath, mode, slot)
+		if s == nil {
+			return nil, err
+		}
+		return s, err
+	}
+	g, err := open()
+	if g == nil || err != nil {
+		return nil, err
+	}
+	return follow(g, open), nil
+}
+
+// openLockDir is OpenLocks for the lock directory the path names now: one
+// generation of the process's liveness files.
+func openLockDir(dbPath string, mode fs.FileMode, slot int64) (*flockLocks, error) {
 	leave, err := tierJoin(dbPath, mode)
 	if err != nil || leave == nil && tierNeeded {
 		return nil, err
 	}
 	s := &flockLocks{dir: LocksDir(dbPath), slot: slot, tier: leave, wants: map[int64]*os.File{}}
-	fail := func(err error) (Locks, error) {
+	fail := func(err error) (*flockLocks, error) {
 		s.Close()
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return nil, nil
@@ -221,6 +240,52 @@ func (s *flockLocks) Slot() int64       { return s.slot }
 func (s *flockLocks) Mark() string      { return s.mark }
 func (s *flockLocks) WatchPath() string { return "" }
 
+// lifePath is the lifetime file of slot.
+func (s *flockLocks) lifePath(slot int64) string { return filepath.Join(s.dir, "h-"+hex(slot)) }
+
+// current reports whether this process's lifetime file is still the one
+// its path names (the directory, or the file, may have been removed).
+func (s *flockLocks) current() (bool, error) {
+	if s.life == nil {
+		return true, nil
+	}
+	return namesFile(s.lifePath(s.slot), s.life)
+}
+
+// byPath: every test opens the files by path, so every generation sees
+// the same files.
+func (s *flockLocks) byPath() bool { return true }
+
+// sees reports whether the lifetime file of slot that its path names now
+// is the one whose mark was recorded.
+func (s *flockLocks) sees(slot int64, mark string) bool {
+	ino, err := pathIno(s.lifePath(slot))
+	return err == nil && mark == "f"+hex(int64(ino))
+}
+
+// namesFile reports whether path names the open file f now: false when
+// nothing is there or another file is.
+func namesFile(path string, f *os.File) (bool, error) {
+	a, err := fdIno(f.Fd())
+	if err != nil {
+		return false, err
+	}
+	b, err := pathIno(path)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return false, nil
+	}
+	return err == nil && a == b, err
+}
+
+// removeOwn removes the file at path if it is still the open file f: a
+// file this process followed away from shares its name with the one its
+// newer generation holds.
+func removeOwn(path string, f *os.File) {
+	if same, _ := namesFile(path, f); same {
+		os.Remove(path)
+	}
+}
+
 // Probe tests the lifetime file of slot. A holder whose recorded file is
 // there and unlocked is gone (and its file is removed).
 func (s *flockLocks) Probe(slot int64, mark string) Proof {
@@ -280,7 +345,7 @@ func (s *flockLocks) SetWant(base int64, on bool) error {
 			return nil
 		}
 		delete(s.wants, base)
-		os.Remove(p) // first: a tester never finds it unlocked
+		removeOwn(p, f) // first: a tester never finds it unlocked
 		return f.Close()
 	}
 	if f != nil {
@@ -362,35 +427,77 @@ func (s *flockLocks) CountWants(base int64, limit int) (int, error) {
 
 // NextTicket takes the next arrival number from the ticket file.
 func (s *flockLocks) NextTicket() int64 {
-	if s.ticket == nil {
+	if !s.lockTicket() {
 		return 0
 	}
-	// Non-blocking attempts for up to ~10 ms: a peer stopped (SIGSTOP)
-	// inside this few-microsecond section must not stall everyone.
+	defer flock(s.ticket, unix.LOCK_UN)
+	t := s.readTicket() + 1
+	if !s.writeTicket(t) {
+		return 0
+	}
+	return t
+}
+
+// lastTicket reads the arrival counter (0 when it cannot be read).
+func (s *flockLocks) lastTicket() int64 {
+	if !s.lockTicket() {
+		return 0
+	}
+	defer flock(s.ticket, unix.LOCK_UN)
+	return s.readTicket()
+}
+
+// raiseTicket sets the arrival counter to at least floor (see
+// byteLocks.raiseTicket).
+func (s *flockLocks) raiseTicket(floor int64) {
+	if floor <= 0 || !s.lockTicket() {
+		return
+	}
+	defer flock(s.ticket, unix.LOCK_UN)
+	if s.readTicket() < floor {
+		s.writeTicket(floor)
+	}
+}
+
+// lockTicket takes the ticket file's lock: non-blocking attempts for up
+// to ~10 ms (a peer stopped, SIGSTOP, inside this few-microsecond section
+// must not stall everyone). It reports whether it got it.
+func (s *flockLocks) lockTicket() bool {
+	if s.ticket == nil {
+		return false
+	}
 	for i := 0; flock(s.ticket, unix.LOCK_EX) != nil; i++ {
 		if i == 200 {
-			return 0
+			return false
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	defer flock(s.ticket, unix.LOCK_UN)
+	return true
+}
+
+// readTicket reads the counter (0 for a new file); the caller holds its
+// lock.
+func (s *flockLocks) readTicket() int64 {
 	var b [8]byte
 	if n, err := s.ticket.ReadAt(b[:], TicketOffset); err != nil && n != 8 {
 		b = [8]byte{}
 	}
-	t := int64(binary.LittleEndian.Uint64(b[:])) + 1
+	return int64(binary.LittleEndian.Uint64(b[:]))
+}
+
+// writeTicket writes the counter; the caller holds its lock.
+func (s *flockLocks) writeTicket(t int64) bool {
+	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(t))
-	if _, err := s.ticket.WriteAt(b[:], TicketOffset); err != nil {
-		return 0
-	}
-	return t
+	_, err := s.ticket.WriteAt(b[:], TicketOffset)
+	return err == nil
 }
 
 // Close drops every lock, removing this process's files first.
 func (s *flockLocks) Close() error {
 	s.mu.Lock()
 	for base, f := range s.wants {
-		os.Remove(filepath.Join(s.wantDir(base), hex(s.slot)))
+		removeOwn(filepath.Join(s.wantDir(base), hex(s.slot)), f)
 		f.Close()
 		os.Remove(s.wantDir(base)) // fails unless empty
 	}

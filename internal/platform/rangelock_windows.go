@@ -67,6 +67,22 @@ func fileMark(f *os.File, path string) (string, bool) {
 	return strconv.FormatUint(a.Ino, 10), err == nil && a == b.ID
 }
 
+// sameFile reports whether path names the open file f now: false when
+// nothing is there or another file is; an error when that cannot be told.
+// (While this process has the sidecar open nobody can remove it: Go opens
+// it without FILE_SHARE_DELETE.)
+func sameFile(f *os.File, path string) (bool, error) {
+	a, err := handleID(windows.Handle(f.Fd()))
+	if err != nil {
+		return false, err
+	}
+	b, err := Stat(path)
+	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
+		return false, nil
+	}
+	return err == nil && a == b.ID, err
+}
+
 // tierCheck: Windows has one tier.
 func tierCheck(f *os.File) error { return nil }
 

@@ -71,9 +71,11 @@ func tierJoin(dbPath string, mode fs.FileMode) (leave func(), err error) {
 		}
 		return func() {
 			// The last process removes the sidecar, holding a write lock on
-			// all of it while it does (as the default tier does).
+			// all of it while it does (as the default tier does), unless
+			// the path names a newer sidecar (this process followed its
+			// files to a new one: Follower).
 			if _, err := ofd(f, unix.F_OFD_SETLK, unix.F_WRLCK, 0, 0); err == nil {
-				os.Remove(p)
+				removeOwn(p, f)
 			}
 			f.Close()
 		}, nil

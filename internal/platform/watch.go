@@ -22,3 +22,18 @@ type FileWatch interface {
 	// Close stops the watch.
 	Close() error
 }
+
+// SidecarWatch is a FileWatch that also reports that the liveness files
+// may have been removed or replaced (inotify, Linux tier), so that the
+// engine checks them at once (Follower.Refresh) rather than at its next
+// heartbeat.
+type SidecarWatch interface {
+	// SidecarGone receives a value (at most one pending) after the
+	// sidecar, or a file given to Follow, was unlinked, renamed or had its
+	// link count changed, or after events were lost.
+	SidecarGone() <-chan struct{}
+	// Follow watches the file path names now like the sidecar: after a
+	// move, the new sidecar; for the sidecar directory's nonce, its
+	// removal.
+	Follow(path string) error
+}

@@ -11,30 +11,44 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// inotifyWatch is the Linux tier's FileWatch. inotify watches by path:
-// it opens neither file.
+// inotifyWatch is the Linux tier's FileWatch, and its SidecarWatch.
+// inotify watches by path: it opens neither file.
 type inotifyWatch struct {
 	f         *os.File
+	fd        int
 	dbWd      int32 // -1 when the database is not watched
 	closes    atomic.Int64
 	dbChanged atomic.Bool
+	gone      chan struct{} // SidecarGone (capacity 1)
 	wake      func()
 	wg        sync.WaitGroup
 }
 
+// sidecarMask is what the watch of a sidecar (and of each file given to
+// Follow) reports: closes after writing (a peer's exit: the kernel closes
+// its descriptors), and an unlink (a link-count change, IN_ATTRIB; the
+// inode's deletion, IN_DELETE_SELF, comes only once nobody has it open),
+// or a rename.
+const sidecarMask = unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// goneMask is the part of sidecarMask that may mean the file was removed
+// or replaced.
+const goneMask = unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
 // WatchFiles reports every close of the sidecar and a rename, removal or
 // link-count change of the database at db, calling wake after each batch
-// of events.
+// of events; the sidecar's own unlink, rename or link-count change
+// signals SidecarGone (SidecarWatch).
 func WatchFiles(sidecar, db string, wake func()) (FileWatch, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := unix.InotifyAddWatch(fd, sidecar, unix.IN_CLOSE_WRITE); err != nil {
+	if _, err := unix.InotifyAddWatch(fd, sidecar, sidecarMask); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	w := &inotifyWatch{dbWd: -1, wake: wake}
+	w := &inotifyWatch{fd: fd, dbWd: -1, wake: wake, gone: make(chan struct{}, 1)}
 	if wd, err := unix.InotifyAddWatch(fd, db, unix.IN_ATTRIB|unix.IN_MOVE_SELF|unix.IN_DELETE_SELF); err == nil {
 		w.dbWd = int32(wd)
 	}
@@ -58,15 +72,38 @@ func (w *inotifyWatch) run() {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				w.dbChanged.Store(true)
 				w.closes.Add(1) // events were lost: everyone looks
+				w.signalGone()
 			case ev.Wd == w.dbWd:
 				w.dbChanged.Store(true)
 			case ev.Mask&unix.IN_CLOSE_WRITE != 0:
 				w.closes.Add(1)
+			case ev.Mask&goneMask != 0:
+				w.signalGone()
 			}
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 		}
 		w.wake()
 	}
+}
+
+// signalGone signals SidecarGone without blocking (one pending signal is
+// enough: the receiver checks the files' paths, not the events).
+func (w *inotifyWatch) signalGone() {
+	select {
+	case w.gone <- struct{}{}:
+	default:
+	}
+}
+
+func (w *inotifyWatch) SidecarGone() <-chan struct{} { return w.gone }
+
+// Follow watches the file path names now as the sidecar's are watched:
+// its closes count as exits, its unlink signals SidecarGone. The watches
+// of earlier files stay (inotify watches an inode: the old sidecar's
+// closes are still the exits of the peers that have not moved).
+func (w *inotifyWatch) Follow(path string) error {
+	_, err := unix.InotifyAddWatch(w.fd, path, sidecarMask)
+	return err
 }
 
 func (w *inotifyWatch) Closes() int64   { return w.closes.Load() }
