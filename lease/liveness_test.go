@@ -194,3 +194,17 @@ func TestProbeFromAnotherPIDNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A process that moved to a new sidecar keeps its identity in
+// holder_start; only the mark changes (withMark).
+func TestWithMark(t *testing.T) {
+	for in, want := range map[string]string{
+		"boot/pid:[1]/100/old/1001": "boot/pid:[1]/100/new/1001",
+		"boot/pid:[1]/100/old":      "boot/pid:[1]/100/new",
+		"boot/pid:[1]/100":          "boot/pid:[1]/100/new",
+	} {
+		if got := withMark(in, "new"); got != want {
+			t.Errorf("withMark(%q): %q, want %q", in, got, want)
+		}
+	}
+}

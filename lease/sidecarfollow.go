@@ -78,13 +78,12 @@ func (e *Engine) followSidecar() {
 			e.logf(slog.LevelDebug, "cleolease: liveness files not followed yet", "err", err)
 		}
 		if moved {
-			mark := e.locks.Mark()
-			start := procIdentity() + "/" + mark + "/" + platform.UID() // see holderStart
+			start := withMark(e.start, e.locks.Mark())
 			e.movedStart.Store(&start)
 			if sw := e.sidecarWatch(); sw != nil {
 				sw.Follow(e.locks.WatchPath())
 			}
-			e.logf(slog.LevelInfo, "cleolease: liveness files removed or replaced while in use; this process now also keeps its locks in the new ones", "mark", mark)
+			e.logf(slog.LevelInfo, "cleolease: liveness files removed or replaced while in use; this process now also keeps its locks in the new ones", "mark", e.locks.Mark())
 			e.bell.wake() // a lingering holder looks at the waiters it could not see
 		}
 	}
@@ -140,6 +139,18 @@ func (e *Engine) noteWaiter(slot int64, start string) {
 	if !f.Sees(slot, parts[3]) {
 		e.kickFollow()
 	}
+}
+
+// withMark is the holder_start start (see the layout in liveness.go) with
+// its mark replaced by mark: the same process, its lifetime lock on
+// another file.
+func withMark(start, mark string) string {
+	parts := strings.SplitN(start, "/", 5)
+	for len(parts) < 4 {
+		parts = append(parts, "")
+	}
+	parts[3] = mark
+	return strings.Join(parts, "/")
 }
 
 // holderStart is this process's holder_start (see the layout in

@@ -1045,7 +1045,7 @@ func (w *simWorld) forge() string {
 	case 1:
 		msg, what = encodeLook("s", "l"), "look"
 	case 2:
-		reg := registration{Scope: "s", Lane: "l", ID: other.id, Start: other.eng.start, PID: other.pid, Slot: other.slot,
+		reg := registration{Scope: "s", Lane: "l", ID: other.id, Start: other.eng.holderStart(), PID: other.pid, Slot: other.slot,
 			Arrival: w.rng.Int63n(100), TTL: simTTL.Milliseconds(), Enqueued: other.clock.Now().UnixMilli()}
 		msg, what = encodeWaiting([]registration{reg}), "registration of "+other.id
 	default:
