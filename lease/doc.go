@@ -107,6 +107,49 @@
 // be tested from here — is never taken for dead: its lane is reclaimed
 // only once its heartbeat is older than its TTL.
 //
+// # What the engine guarantees
+//
+// Safety: a commit made under a Hold carries the (holder, epoch) that is
+// the lane's active row when it commits (the fencing reads run in that
+// very transaction, on the file's own tables: every statement names
+// main., so a TEMP table of the same name changes nothing), and epochs
+// never repeat. It rests on SQLite's write lock alone, whatever the
+// clocks, datagrams, liveness evidence or sidecar files say.
+//
+// Liveness: while some live process waits for a lane and no process
+// holds it — no Hold, no commit of the lane in progress; a row that
+// lingers after its hold ended, or that names a process which does not
+// know it holds it, counts as idle — a waiter is granted the lane within
+// IdleBound (1 s). Each way a grant could be missed has a poll behind
+// it, none of them waiting for a message: a claim reads the row every
+// fallbackPoll (5 ms), or registeredPoll (50 ms) while the live holder
+// has its registration; it writes its own queue row after
+// selfEnqueueAfter (100 ms) unless the lane is handed on to another
+// holder meanwhile; a holder that releases with a waiter it cannot name
+// leaves the lane free for it; a claim that gave up settles its lane
+// (settle.go) within registeredPoll of the end of the one transaction
+// that may still grant it; a failed receive loop is restarted. The bound
+// assumes what the engine cannot provide:
+//   - the processes run: a stopped process keeps what it holds until it
+//     resumes, or until its heartbeat is older than its TTL and the
+//     opt-in StealAfterTTL or a Break takes the lane;
+//   - liveness can be told: a holder whose liveness cannot be (see above)
+//     keeps its lane until its heartbeat is older than its TTL, and the
+//     bound counts from then;
+//   - every process sees the liveness files: after the sidecar was
+//     removed or replaced, the bound counts from when the holder notices
+//     (at once on Linux, by its file watch or the registration of a
+//     waiter that opened the new file; elsewhere at its next heartbeat,
+//     within TTL/3: sidecarfollow.go);
+//   - SQLite's write lock is not kept longer by writers that take no
+//     lease, and the file stays where the engine opened it.
+//
+// The simulation (sim_test.go, sim_live_test.go) checks both, under lost,
+// delayed, duplicated and forged datagrams, waiters that give up at any
+// step, failing receive loops, replaced sidecars and liveness that cannot
+// be told; the chaos ledger (chaos/) checks the idle bound between real
+// processes.
+//
 // # The lease tables in the user's database
 //
 // The tables live in the user's file, where tools that walk the schema

@@ -3,8 +3,10 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -42,6 +44,15 @@ func TestHolderInAnotherPIDNamespaceIsNotRobbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := true
+	// kill returns before the child stops: wait until the kernel shows it
+	// stopped, so that it cannot see the sidecar go (it would move to the
+	// new one, and be seen alive there).
+	stat := fmt.Sprintf("/proc/%d/stat", holder.Cmd.Process.Pid)
+	eventually(t, "the holder stopped", func() bool {
+		b, err := os.ReadFile(stat)
+		i := bytes.LastIndexByte(b, ')')
+		return err == nil && i > 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
 	defer func() {
 		if stopped {
 			holder.Cmd.Process.Signal(syscall.SIGCONT)

@@ -80,13 +80,14 @@ import (
 // holder once its TTL passed, or under StealAfterTTL, is not a robbery.
 
 // simStuckBound is how long (simulated time, excused windows left out) a
-// lane may stay stuck before the checker reports it (see above).
-const simStuckBound = 2 * time.Second
+// lane may stay stuck before the checker reports it (see above): the
+// engine's promise, IdleBound.
+const simStuckBound = IdleBound
 
 // simUnawareBound is how long (simulated time, while it is not stopped)
 // the lane's row may name a live process that does not know it holds the
 // lane (see above).
-const simUnawareBound = 2 * time.Second
+const simUnawareBound = IdleBound
 
 // simStarveBound is how long (simulated time, excused windows left out)
 // a process may wait inside Acquire while others hold the lane (see

@@ -42,3 +42,10 @@ func (b *waitBound) stop() {
 		b.t.Stop()
 	}
 }
+
+// IdleBound is the engine's liveness bound: while a live process waits for
+// a lane and no process holds it, a waiter is granted the lane within
+// IdleBound, under the assumptions the package documentation lists
+// ("What the engine guarantees"). It is a promise of the protocol, not a
+// setting; the simulation and the chaos ledger check it.
+const IdleBound = time.Second
