@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/lease"
 )
 
 var (
 	flagFaults    = flag.String("chaos.faults", "", "comma-separated faults to inject (default all, or $CLEOLEASE_CHAOS_FAULTS): "+strings.Join(allFaults, ","))
-	flagIdleBound = flag.Duration("chaos.idlebound", time.Second, "the longest a live writer may wait while no process holds the lane")
+	flagIdleBound = flag.Duration("chaos.idlebound", lease.IdleBound, "the longest a live writer may wait while no process holds the lane (the engine's promise, lease.IdleBound)")
 	flagWaitBound = flag.Duration("chaos.waitbound", time.Second, "the longest one operation may wait live while no stopped process blocks the lane")
 )
 
