@@ -77,18 +77,7 @@ const TicketOffset = ticketOffset
 // ErrLocksIgnored (wrapped, naming the sidecar) when a second open file of
 // the sidecar does not see the lifetime lock (proveConflict).
 func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
-	open := func() (generation, error) {
-		s, err := openSidecar(dbPath, mode, slot)
-		if s == nil {
-			return nil, err
-		}
-		return s, err
-	}
-	g, err := open()
-	if g == nil || err != nil {
-		return nil, err
-	}
-	return follow(g, open), nil
+	return openFollowing(func() (*byteLocks, error) { return openSidecar(dbPath, mode, slot) })
 }
 
 // openSidecar is OpenLocks for the one sidecar file the path names now:

@@ -65,18 +65,7 @@ func dirMode(m fs.FileMode) fs.FileMode {
 // ErrTierConflict when processes of the default Linux tier use the
 // database.
 func OpenLocks(dbPath string, mode fs.FileMode, slot int64) (Locks, error) {
-	open := func() (generation, error) {
-		s, err := openLockDir(dbPath, mode, slot)
-		if s == nil {
-			return nil, err
-		}
-		return s, err
-	}
-	g, err := open()
-	if g == nil || err != nil {
-		return nil, err
-	}
-	return follow(g, open), nil
+	return openFollowing(func() (*flockLocks, error) { return openLockDir(dbPath, mode, slot) })
 }
 
 // openLockDir is OpenLocks for the lock directory the path names now: one

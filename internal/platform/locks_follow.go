@@ -104,6 +104,28 @@ type followLocks struct {
 	closed bool
 }
 
+// openFollowing opens the liveness files the path names now with open
+// (nil, nil when the directory does not allow them) and follows them from
+// there (follow). G is a tier's generation type: a nil one that open
+// returns must not become a non-nil generation.
+func openFollowing[G interface {
+	comparable
+	generation
+}](open func() (G, error)) (Locks, error) {
+	gen := func() (generation, error) {
+		g, err := open()
+		if g == *new(G) {
+			return nil, err
+		}
+		return g, err
+	}
+	g, err := gen()
+	if g == nil || err != nil {
+		return nil, err
+	}
+	return follow(g, gen), nil
+}
+
 // follow returns Locks over the first generation g, opening later ones
 // with open.
 func follow(g generation, open func() (generation, error)) *followLocks {
