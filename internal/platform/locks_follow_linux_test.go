@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // The sidecar (or the portable tier's lock directory) removed while three
@@ -162,7 +164,7 @@ func TestWatchReportsSidecarGone(t *testing.T) {
 // the Locks that follow the sidecar ("follow"): what following costs the
 // release path while nothing has moved.
 func BenchmarkAnyWants(b *testing.B) {
-	db := filepath.Join(b.TempDir(), "x.db")
+	db := filepath.Join(testdir.New(b), "x.db")
 	if err := os.WriteFile(db, nil, 0o644); err != nil {
 		b.Fatal(err)
 	}
