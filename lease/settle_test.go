@@ -154,8 +154,11 @@ func TestLateGrantWithoutDatagramIsPassedOn(t *testing.T) {
 	}
 	close(hProceed)
 	<-released
-	if got := activeHolder(t, path); got != w.HolderID() {
-		t.Fatalf("after the hand-off the row names %q, want W (the grant this test is about)", got)
+	// H handed the lane to W, its only waiter (the grant this test is
+	// about). W's settle may already have adopted and released it: the
+	// row is not read here.
+	if n := h.Stats().Handoffs; n != 1 {
+		t.Fatalf("H made %d hand-offs, want 1: to W", n)
 	}
 	h.setHook(nil)
 	acquireWithin(t, x, "another waiter never got the lane granted to a waiter that gave up")
