@@ -32,7 +32,10 @@ func TestTempTableDoesNotHideTheLeaseTables(t *testing.T) {
 	}
 	// Another holder takes the lane in the file (as a reclaim or a break
 	// and a claim would).
-	if _, err := raw.Exec(`UPDATE _writer_leases SET holder_id = 'cl-another', holder_pid = 1, epoch = epoch + 1 WHERE active = 1`); err != nil {
+	// Its process is gone (no such pid, no liveness slot): the write's
+	// claim reclaims the lane from it.
+	if _, err := raw.Exec(`UPDATE _writer_leases SET holder_id = 'cl-another', holder_pid = 4000000, holder_start = NULL, holder_slot = NULL,
+		epoch = epoch + 1 WHERE active = 1`); err != nil {
 		t.Fatal(err)
 	}
 	// The write must find the lane lost (the file's row names another
