@@ -123,6 +123,26 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	return db
 }
 
+// openRole opens a child role's engine of path (TTL one hour, Linger
+// linger, the sidecar directory CLEOLEASE_SIDECAR_DIR names) and a plain
+// go-sqlite3 pool whose transactions begin IMMEDIATE; when either fails
+// it prints "ERR …" and reports false.
+func openRole(path string, linger time.Duration) (*Engine, *sql.DB, bool) {
+	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger,
+		SidecarDir: os.Getenv("CLEOLEASE_SIDECAR_DIR")})
+	if err != nil {
+		fmt.Println("ERR", err)
+		return nil, nil, false
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000&_txlock=immediate")
+	if err != nil {
+		e.Close()
+		fmt.Println("ERR", err)
+		return nil, nil, false
+	}
+	return e, db, true
+}
+
 // runRole is the body of a child process. Roles:
 //
 //	hold:   acquire (scope "s", lane "l", CLEOLEASE_PRIO), print "held EPOCH",
@@ -157,18 +177,11 @@ func runRole(role string) int {
 		n, _ := strconv.Atoi(v)
 		failWants(int32(n))
 	}
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger,
-		SidecarDir: os.Getenv("CLEOLEASE_SIDECAR_DIR")})
-	if err != nil {
-		fmt.Println("ERR", err)
+	e, db, ok := openRole(path, linger)
+	if !ok {
 		return 1
 	}
 	defer e.Close()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000&_txlock=immediate")
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
 	defer db.Close()
 	ctx := context.Background()
 	opts := AcquireOptions{Priority: prio, Wait: time.Hour, Require: true}

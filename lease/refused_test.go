@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -39,9 +40,12 @@ func TestWriteRefused(t *testing.T) {
 // writes, the first lease write creates the tables. Any other error of
 // the bootstrap still fails Open.
 func TestOpenOnFileThatRefusesWrites(t *testing.T) {
-	refuse := true
+	// The hook runs on the engine's goroutines too (a settle after the
+	// refused claim), so the switch is atomic.
+	var refuse atomic.Bool
+	refuse.Store(true)
 	openHook = func(op string) error {
-		if refuse && op == "bootstrap/commit" || refuse && op == "claim/commit" {
+		if refuse.Load() && (op == "bootstrap/commit" || op == "claim/commit") {
 			return refusal
 		}
 		return nil
@@ -67,7 +71,7 @@ func TestOpenOnFileThatRefusesWrites(t *testing.T) {
 	if n := tables(); n != 0 {
 		t.Fatalf("%d lease tables after a refused acquire, want 0", n)
 	}
-	refuse = false
+	refuse.Store(false)
 	h, err := e.Acquire(ctx, "s", "l", req)
 	if err != nil {
 		t.Fatalf("acquire once the file takes writes: %v", err)

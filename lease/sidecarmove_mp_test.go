@@ -3,7 +3,6 @@ package lease
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"runtime"
@@ -23,18 +22,11 @@ func init() { extraRoles["stream"] = runStream }
 // its stdin closes.
 func runStream() int {
 	path := os.Getenv("CLEOLEASE_DB")
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000",
-		TTL: time.Hour, Linger: time.Second, SidecarDir: os.Getenv("CLEOLEASE_SIDECAR_DIR")})
-	if err != nil {
-		fmt.Println("ERR", err)
+	e, db, ok := openRole(path, time.Second)
+	if !ok {
 		return 1
 	}
 	defer e.Close()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=30000&_txlock=immediate")
-	if err != nil {
-		fmt.Println("ERR", err)
-		return 1
-	}
 	defer db.Close()
 	stop := make(chan struct{})
 	go func() {

@@ -3,7 +3,9 @@
 package platform
 
 import (
+	"errors"
 	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,3 +42,17 @@ func pathIno(path string) (uint64, error) {
 // file while SQLite holds the file open: false here, a file open by
 // SQLite can be renamed over or removed.
 const OpenFilePinsPath = false
+
+// sameFile reports whether path names the open file f now: false when
+// nothing is there or another file is; an error when that cannot be told.
+func sameFile(f *os.File, path string) (bool, error) {
+	a, err := fdIno(f.Fd())
+	if err != nil {
+		return false, err
+	}
+	b, err := pathIno(path)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return false, nil
+	}
+	return err == nil && a == b, err
+}

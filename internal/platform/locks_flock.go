@@ -238,7 +238,7 @@ func (s *flockLocks) current() (bool, error) {
 	if s.life == nil {
 		return true, nil
 	}
-	return namesFile(s.lifePath(s.slot), s.life)
+	return sameFile(s.life, s.lifePath(s.slot))
 }
 
 // byPath: every test opens the files by path, so every generation sees
@@ -252,25 +252,11 @@ func (s *flockLocks) sees(slot int64, mark string) bool {
 	return err == nil && mark == "f"+hex(int64(ino))
 }
 
-// namesFile reports whether path names the open file f now: false when
-// nothing is there or another file is.
-func namesFile(path string, f *os.File) (bool, error) {
-	a, err := fdIno(f.Fd())
-	if err != nil {
-		return false, err
-	}
-	b, err := pathIno(path)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return false, nil
-	}
-	return err == nil && a == b, err
-}
-
 // removeOwn removes the file at path if it is still the open file f: a
 // file this process followed away from shares its name with the one its
 // newer generation holds.
 func removeOwn(path string, f *os.File) {
-	if same, _ := namesFile(path, f); same {
+	if same, _ := sameFile(f, path); same {
 		os.Remove(path)
 	}
 }

@@ -63,20 +63,6 @@ func fileMark(f *os.File, path string) (string, bool) {
 	return strconv.FormatUint(a, 10), err == nil && a == b
 }
 
-// sameFile reports whether path names the open file f now: false when
-// nothing is there or another file is; an error when that cannot be told.
-func sameFile(f *os.File, path string) (bool, error) {
-	a, err := fdIno(f.Fd())
-	if err != nil {
-		return false, err
-	}
-	b, err := pathIno(path)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return false, nil
-	}
-	return err == nil && a == b, err
-}
-
 // tierByte is the sidecar byte on which every portable-tier process on
 // Linux holds a read lock for its life (tier_linux.go).
 const tierByte = 8
