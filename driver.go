@@ -12,6 +12,7 @@ import (
 	"github.com/ngrok/sqlmw"
 
 	"github.com/cleocode/cleolease/internal/busy"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -223,7 +224,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return err
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Path: c.path, DSN: c.dsn, Driver: c.cfg.BaseDriver, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Base: mattn.For(c.cfg.BaseDriver), Path: c.path, DSN: c.dsn, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
@@ -952,7 +953,7 @@ func TestInterceptBrokenLaneCannotCommit(t *testing.T) {
 	// There is no exported way to reach the engine's Break from a *sql.DB
 	// (db.Driver() is a *cleolease.Driver with no accessor), so the
 	// administrator opens the engine on the path directly.
-	eng, err := lease.Open(ctx, lease.Options{Path: path, DSN: "file:" + path + "?_busy_timeout=10000"})
+	eng, err := lease.Open(ctx, lease.Options{Base: mattn.For(nil), Path: path, DSN: "file:" + path + "?_busy_timeout=10000"})
 	if err != nil {
 		t.Fatal(err)
 	}

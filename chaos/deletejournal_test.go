@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 )
@@ -55,7 +56,7 @@ func deleteFile(t *testing.T) (path string, raw *sql.DB) {
 	if _, err := raw.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := lease.Open(context.Background(), lease.Options{Path: path, DSN: "file:" + path})
+	eng, err := lease.Open(context.Background(), lease.Options{Base: mattn.For(nil), Path: path, DSN: "file:" + path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestDeleteJournalOpenIsNotLocked(t *testing.T) {
 	defer cancel()
 	// busy_timeout=0 keeps go-sqlite3's own open from blocking past the
 	// deadline (it ignores the context while it waits).
-	eng, err := lease.Open(ctx, lease.Options{Path: path, DSN: "file:" + path + "?_busy_timeout=0"})
+	eng, err := lease.Open(ctx, lease.Options{Base: mattn.For(nil), Path: path, DSN: "file:" + path + "?_busy_timeout=0"})
 	unlock()
 	if err == nil {
 		eng.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -571,7 +572,7 @@ func breakerMain() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	path := os.Getenv(envPath)
-	eng, err := lease.Open(ctx, lease.Options{Path: path, DSN: "file:" + path})
+	eng, err := lease.Open(ctx, lease.Options{Base: mattn.For(nil), Path: path, DSN: "file:" + path})
 	if err != nil {
 		fmt.Printf("E %s %q\n", classify(ctx, err), err.Error())
 		return 0

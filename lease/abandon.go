@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 )
 
 // abandon leaves the queue after the context ended or the wait bound was
@@ -111,16 +111,16 @@ func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 	bo := backoff{min: 100 * time.Microsecond, max: 50 * time.Millisecond}
 	for {
 		g, err = l.tryLeaveQueue(cctx)
-		var se sqlite3.Error
-		if err == nil || !errors.As(err, &se) || !transientCodes[se.Code] || WriteRefused(err) || bo.sleep(cctx, nil) != nil {
+		c, ok := sqlbase.Code(err)
+		if err == nil || !ok || !transientCodes[c.Code] || WriteRefused(err) || bo.sleep(cctx, nil) != nil {
 			return g, err
 		}
 	}
 }
 
 // transientCodes are the SQLite result codes leaveQueue retries.
-var transientCodes = map[sqlite3.ErrNo]bool{sqlite3.ErrIoErr: true, sqlite3.ErrFull: true, sqlite3.ErrBusy: true,
-	sqlite3.ErrLocked: true, sqlite3.ErrProtocol: true}
+var transientCodes = map[int]bool{sqlbase.IOErr: true, sqlbase.Full: true, sqlbase.Busy: true,
+	sqlbase.Locked: true, sqlbase.Protocol: true}
 
 func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 	var g *grant

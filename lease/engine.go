@@ -15,31 +15,28 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/google/uuid"
-	"github.com/mattn/go-sqlite3"
 )
 
 // Options configure an Engine. Path and DSN are required.
 type Options struct {
 	// Path is the database file; it must exist (open a connection first).
 	Path string
-	// DSN opens the engine's private connection with go-sqlite3 (the
-	// caller's DSN minus cleolease parameters). That connection's busy
-	// timeout is set to 0: every lease statement is a single attempt and
-	// the wait between attempts happens in Go, honouring contexts
-	// (https://github.com/mattn/go-sqlite3/issues/863: go-sqlite3's busy
-	// handler does not watch the context).
+	// DSN opens the engine's private connection with Base (the caller's
+	// DSN minus cleolease parameters, in the base's dialect). That
+	// connection's busy timeout is set to 0: every lease statement is a
+	// single attempt and the wait between attempts happens in Go,
+	// honouring contexts (https://github.com/mattn/go-sqlite3/issues/863:
+	// go-sqlite3's busy handler does not watch the context).
 	DSN string
-	// Driver opens the engine's private connection: the connector's base
-	// driver, so that its ConnectHook and extensions run on that connection
-	// too; the callbacks the hook registers there (update, commit, rollback
-	// and pre-update hooks, authorizer, trace) are then cleared, so that
-	// they never run for the engine's statements. nil means a plain
-	// &sqlite3.SQLiteDriver{}. Every Open of one file in a process must
-	// pass the same Driver (ErrDriverMismatch otherwise).
-	Driver *sqlite3.SQLiteDriver
+	// Base opens the engine's private connection on DSN (sqlbase.Base:
+	// the connector's base driver, so that its connection-time setup runs
+	// there too, without the application's callbacks). Required. Every
+	// Open of one file in a process must pass a Base of the same Key
+	// (ErrDriverMismatch otherwise).
+	Base sqlbase.Base
 	// TTL is written to ttl_ms; the heartbeat runs every TTL/3. Default 30s.
 	TTL time.Duration
 	// Slice is how long a holder keeps a lane for more of its own work
@@ -217,8 +214,9 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 // use in this process (bootstrapping the lease tables, unless the file
 // refuses writes: then the first lease write creates them, see
 // refused.go) and counting a reference otherwise. Each Open must be paired with Close. Errors:
-// ErrIndexMissing (tampered tables), ErrFileChanged, or the SQLite / file
-// system error that prevented it, wrapped in *Error.
+// ErrIndexMissing (tampered tables), ErrFileChanged, ErrDriverMismatch,
+// ErrNoBase (opts.Base is nil), or the SQLite / file system error that
+// prevented it, wrapped in *Error.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	return openWith(ctx, opts, realSeams())
 }
@@ -227,6 +225,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 // seams are not shared is never registered: each such open makes a new
 // engine, which Close ends.
 func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error) {
+	if opts.Base == nil {
+		return nil, &Error{Op: "open", Path: opts.Path, Err: ErrNoBase}
+	}
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Second
 	}
@@ -249,7 +250,7 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if e := registry[key]; e != nil && seams.shared {
-		if e.opts.Driver != opts.Driver {
+		if e.opts.Base.Key() != opts.Base.Key() {
 			return nil, &Error{Op: "open", Path: resolved, Err: ErrDriverMismatch,
 				Reason: "this process already opened the file with another base driver; the engine's connection runs the first one's ConnectHook"}
 		}
@@ -326,7 +327,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	if sw := e.sidecarWatch(); sw != nil && e.proof != nil && e.proof.path != "" {
 		sw.Follow(e.proof.path) // its removal: followNonce
 	}
-	e.conn = &leaseConnector{dsn: withStmtCache(e.opts.DSN), drv: e.opts.Driver}
+	e.conn = &leaseConnector{dsn: e.opts.DSN, base: e.opts.Base}
 	e.db = sql.OpenDB(e.conn)
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
@@ -558,7 +559,7 @@ func (e *Engine) logf(level slog.Level, msg string, args ...any) {
 }
 
 // isBusy reports SQLITE_BUSY / SQLITE_LOCKED: transient, retried.
-func isBusy(err error) bool { return busy.Is(err) }
+func isBusy(err error) bool { return sqlbase.IsBusy(err) }
 
 // immediate runs fn inside BEGIN IMMEDIATE on the engine's connection and
 // commits. BEGIN is retried on SQLITE_BUSY with a capped back-off until ctx

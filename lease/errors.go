@@ -36,6 +36,9 @@ var (
 	// ErrDriverMismatch: Open was asked to share this process's engine of a
 	// file with a different base driver than the one it was opened with.
 	ErrDriverMismatch = errors.New("lease engine already open with another base driver")
+	// ErrNoBase: Open was given no Options.Base to open its connection
+	// with.
+	ErrNoBase = errors.New("no base driver given (Options.Base)")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("lease engine closed")
 	// ErrTierConflict: Open refused because processes of the other Linux

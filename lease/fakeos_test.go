@@ -37,7 +37,7 @@ func newFakeOS() *fakeOS {
 // of the test. recvFails makes its doorbell's first Recv calls fail.
 func (o *fakeOS) open(t *testing.T, path, id string, recvFails int, mod func(*Options)) *Engine {
 	t.Helper()
-	opts := Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour}
+	opts := Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -312,7 +312,7 @@ func TestFaultHandoffTransient(t *testing.T) {
 // closes: the row names a holder whose liveness lock is gone.
 func TestFaultHandoffFailsAtClose(t *testing.T) {
 	path := newDB(t)
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: time.Hour})
+	e, err := Open(context.Background(), Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

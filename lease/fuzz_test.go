@@ -267,7 +267,7 @@ func relFuzzOne(t *testing.T, permissive bool, data []byte) {
 	raw.QueryRow(`SELECT epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1 AND holder_id = ? AND typeof(epoch) = 'integer'`, env.id).Scan(&adopted)
 
 	ctx := context.Background()
-	e, err := Open(ctx, Options{Path: path, DSN: dsn, TTL: time.Hour, Linger: 0})
+	e, err := Open(ctx, Options{Base: testBase, Path: path, DSN: dsn, TTL: time.Hour, Linger: 0})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

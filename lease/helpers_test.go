@@ -15,10 +15,15 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
+
+// testBase is the base the tests open engines with: a plain go-sqlite3
+// driver.
+var testBase = mattn.For(nil)
 
 // Multi-process tests re-execute the test binary with CLEOLEASE_ROLE set;
 // TestMain runs the role instead of the tests. Children talk to the parent
@@ -48,7 +53,7 @@ func newDB(t testing.TB) string {
 
 func openEngine(t testing.TB, path string, mod func(*Options)) *Engine {
 	t.Helper()
-	o := Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 50 * time.Millisecond}
+	o := Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 50 * time.Millisecond}
 	if mod != nil {
 		mod(&o)
 	}
@@ -128,7 +133,7 @@ func rawDB(t testing.TB, path string) *sql.DB {
 // go-sqlite3 pool whose transactions begin IMMEDIATE; when either fails
 // it prints "ERR …" and reports false.
 func openRole(path string, linger time.Duration) (*Engine, *sql.DB, bool) {
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger,
+	e, err := Open(context.Background(), Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: linger,
 		SidecarDir: os.Getenv("CLEOLEASE_SIDECAR_DIR")})
 	if err != nil {
 		fmt.Println("ERR", err)

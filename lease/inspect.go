@@ -5,10 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
+	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 )
 
 // ErrNoLeaseTables: Inspect found a database without _writer_leases.
@@ -27,11 +28,11 @@ var ErrNoLeaseTables = errors.New("database has no lease tables (no cleolease pr
 // processes that use the file keep their liveness files in
 // (Options.SidecarDir, the DSN's _lease_sidecar_dir), or "" for beside the
 // database: the lock files and the holders' doorbells are looked up there.
-// Errors: os.ErrNotExist for a missing file, SQLite's error for a file
+// base opens the database (see ReadOnly). Errors: os.ErrNotExist for a missing file, SQLite's error for a file
 // that is not a database, ErrNoLeaseTables, ErrUntrusted.
-func Inspect(ctx context.Context, path, sidecarDir string, clock Clock) ([]LaneStatus, error) {
+func Inspect(ctx context.Context, base sqlbase.Base, path, sidecarDir string, clock Clock) ([]LaneStatus, error) {
 	var out []LaneStatus
-	err := ReadOnly(ctx, path, func(db *sql.DB) error {
+	err := ReadOnly(ctx, base, path, func(db *sql.DB) error {
 		var err error
 		out, err = InspectDB(ctx, db, path, sidecarDir, clock)
 		return err
@@ -81,8 +82,8 @@ func InspectDB(ctx context.Context, db *sql.DB, path, sidecarDir string, clock C
 	return out, err
 }
 
-// ReadOnly runs fn on a connection to path (raw go-sqlite3) that writes
-// nothing and creates no file.
+// ReadOnly runs fn on a connection to path, opened by base (never through
+// cleolease), that writes nothing and creates no file.
 //
 // mode=ro is enough while the database is in use, but on a WAL-mode file
 // that nobody has open (there is no -wal file) a mode=ro connection
@@ -97,7 +98,7 @@ func InspectDB(ctx context.Context, db *sql.DB, path, sidecarDir string, clock C
 // closing any descriptor of the file would drop every POSIX lock this
 // process holds on it, SQLite's included (sqlite.org/howtocorrupt.html
 // §2.2); the side files are only looked up.
-func ReadOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error {
+func ReadOnly(ctx context.Context, base sqlbase.Base, path string, fn func(db *sql.DB) error) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
@@ -111,12 +112,7 @@ func ReadOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error
 			return err
 		}
 		immutable := !before.walExists && !before.journalExists && attempt < 2
-		q := "mode=ro&_busy_timeout=5000"
-		if immutable {
-			q = "mode=ro&immutable=1"
-		}
-		u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: resolved}).EscapedPath(), RawQuery: q}
-		db := sql.OpenDB(&leaseConnector{dsn: u.String(), readOnly: true})
+		db := sql.OpenDB(&leaseConnector{dsn: base.InspectDSN(resolved, immutable, 5*time.Second), base: base, readOnly: true})
 		db.SetMaxOpenConns(1)
 		err = db.PingContext(ctx)
 		if err == nil {

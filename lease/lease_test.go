@@ -327,7 +327,7 @@ func TestDroppedIndexIsRefused(t *testing.T) {
 	if _, err := db.Exec(`DROP INDEX ux_writer_leases_active`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path})
+	_, err := Open(context.Background(), Options{Base: testBase, Path: path, DSN: "file:" + path})
 	if !errors.Is(err, ErrIndexMissing) {
 		t.Fatalf("got %v, want ErrIndexMissing", err)
 	}
@@ -417,7 +417,7 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	holder := startChild(t, "hold", path)
 	epoch := holder.expect("held")
 	before, _ := os.Stat(path)
-	lanes, err := Inspect(context.Background(), path, "", nil)
+	lanes, err := Inspect(context.Background(), testBase, path, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,11 +430,11 @@ func TestInspectReadsWithoutWriting(t *testing.T) {
 	}
 	holder.Cmd.Process.Signal(syscall.SIGKILL)
 	holder.Cmd.Wait()
-	lanes, err = Inspect(context.Background(), path, "", nil)
+	lanes, err = Inspect(context.Background(), testBase, path, "", nil)
 	if err != nil || lanes[0].Holder == nil || lanes[0].Holder.Alive {
 		t.Fatalf("after SIGKILL: %+v, %v; want the holder reported dead", lanes, err)
 	}
-	if _, err := Inspect(context.Background(), newDB(t), "", nil); !errors.Is(err, ErrNoLeaseTables) {
+	if _, err := Inspect(context.Background(), testBase, newDB(t), "", nil); !errors.Is(err, ErrNoLeaseTables) {
 		t.Fatalf("fresh database: %v, want ErrNoLeaseTables", err)
 	}
 }

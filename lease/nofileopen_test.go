@@ -85,7 +85,7 @@ func TestEngineNeverOpensDatabaseFiles(t *testing.T) {
 	opens.drain() // setup
 
 	// Open: the engine's private connection is its only open.
-	e, err := Open(ctx, Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 20 * time.Millisecond})
+	e, err := Open(ctx, Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestInspectKeepsLocks(t *testing.T) {
 	path := newDB(t)
 	startWitness(t, path)
 	openEngine(t, path, nil)
-	if _, err := Inspect(context.Background(), path, "", nil); err != nil {
+	if _, err := Inspect(context.Background(), testBase, path, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if posixLocks(t, path) == 0 {

@@ -73,7 +73,7 @@ func passRoleConfirmWait() int {
 		fmt.Println("ERR", err)
 		return 1
 	}
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 0})
+	e, err := Open(context.Background(), Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 0})
 	if err != nil {
 		return fail(err)
 	}

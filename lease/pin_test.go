@@ -106,7 +106,7 @@ func TestReplacedWhileUnpinnedIsRefused(t *testing.T) {
 // The connector counts its connections' opens and closes: a pin lasts
 // while the one connection stays open.
 func TestConnectorPin(t *testing.T) {
-	c := &leaseConnector{dsn: "file:" + newDB(t)}
+	c := &leaseConnector{dsn: "file:" + newDB(t), base: testBase}
 	if _, open := c.pin(); open {
 		t.Fatal("open before any connection")
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/internal/mattn"
 )
 
 // TestPrivateConnClearsDriverCallbacks: the ConnectHook of Options.Driver
@@ -27,7 +29,7 @@ func TestPrivateConnClearsDriverCallbacks(t *testing.T) {
 		return c.RegisterCollation("fold", func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
 	}}
 	path := newDB(t)
-	e := openEngine(t, path, func(o *Options) { o.Driver = drv; o.Linger = 0 })
+	e := openEngine(t, path, func(o *Options) { o.Base = mattn.For(drv); o.Linger = 0 })
 	ctx := context.Background()
 	for range 2 {
 		h, err := e.Acquire(ctx, "main", "default", AcquireOptions{Wait: 10 * time.Second, Require: true})

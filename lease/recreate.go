@@ -12,24 +12,23 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 )
 
 // missingTable reports SQLite's "no such table" error for one of the lease
 // tables: something dropped them since the engine created them.
 func missingTable(err error) bool {
-	var se sqlite3.Error
-	if err == nil || !errors.As(err, &se) || se.Code != sqlite3.ErrError {
+	c, ok := sqlbase.Code(err)
+	if !ok || c.Code != sqlbase.Error {
 		return false
 	}
-	msg := se.Error()
+	msg := c.Message
 	return strings.Contains(msg, "no such table") &&
 		(strings.Contains(msg, "_writer_leases") || strings.Contains(msg, "_writer_queue"))
 }

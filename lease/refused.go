@@ -9,29 +9,10 @@ package lease
 // lease write, which is refused in turn), so that reads work and nothing
 // is written at open.
 
-import (
-	"errors"
-	"syscall"
-
-	"github.com/mattn/go-sqlite3"
-)
+import "github.com/cleocode/cleolease/internal/sqlbase"
 
 // WriteRefused reports whether err (anywhere in its chain) is SQLite's
 // report that the file refused a write: SQLITE_READONLY, or an
-// SQLITE_IOERR whose system errno is EACCES, EPERM or EROFS.
-func WriteRefused(err error) bool {
-	var se sqlite3.Error
-	if err == nil || !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code {
-	case sqlite3.ErrReadonly:
-		return true
-	case sqlite3.ErrIoErr:
-		switch se.SystemErrno {
-		case syscall.EACCES, syscall.EPERM, syscall.EROFS:
-			return true
-		}
-	}
-	return false
-}
+// SQLITE_IOERR whose system errno is EACCES, EPERM or EROFS, from any base
+// (sqlbase.WriteRefused).
+func WriteRefused(err error) bool { return sqlbase.WriteRefused(err) }

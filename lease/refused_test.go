@@ -88,10 +88,25 @@ func TestOpenOnFileThatRefusesWrites(t *testing.T) {
 		return nil
 	}
 	p2 := newDB(t)
-	if e2, err := Open(ctx, Options{Path: p2, DSN: "file:" + p2}); err == nil {
+	if e2, err := Open(ctx, Options{Base: testBase, Path: p2, DSN: "file:" + p2}); err == nil {
 		e2.Close()
 		t.Fatal("open whose bootstrap failed with SQLITE_FULL succeeded")
 	} else if se := (sqlite3.Error{}); !errors.As(err, &se) || se.Code != sqlite3.ErrFull {
 		t.Fatalf("open whose bootstrap failed with SQLITE_FULL: %v, want that error", err)
+	}
+}
+
+// An engine opened without a base to open its connection with is refused
+// with ErrNoBase, naming the file.
+func TestOpenWithoutBase(t *testing.T) {
+	path := newDB(t)
+	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path})
+	if err == nil {
+		e.Close()
+		t.Fatal("Open without Options.Base succeeded")
+	}
+	var le *Error
+	if !errors.Is(err, ErrNoBase) || !errors.As(err, &le) || le.Path != path {
+		t.Fatalf("Open without Options.Base: %v, want ErrNoBase naming %s", err, path)
 	}
 }

@@ -44,7 +44,7 @@ func init() {
 func relRoleStealWait() int {
 	path := os.Getenv("CLEOLEASE_DB")
 	e, err := Open(context.Background(), Options{
-		Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000",
+		Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000",
 		TTL: time.Hour, StealAfterTTL: true, Clock: relFileClock(os.Getenv("CLEOLEASE_CLOCK")),
 	})
 	if err != nil {
@@ -82,7 +82,7 @@ func relRoleStealWait() int {
 func relRoleHold() int {
 	path := os.Getenv("CLEOLEASE_DB")
 	e, err := Open(context.Background(), Options{
-		Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000",
+		Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000",
 		TTL: time.Hour, Clock: relFileClock(os.Getenv("CLEOLEASE_CLOCK")),
 	})
 	if err != nil {

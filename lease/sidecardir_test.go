@@ -63,7 +63,7 @@ func TestInspectFindsLocksInSidecarDir(t *testing.T) {
 			t.Fatalf("%s exists beside the database: the holder ignored its sidecar directory", p)
 		}
 	}
-	lanes, err := Inspect(context.Background(), path, dir, nil)
+	lanes, err := Inspect(context.Background(), testBase, path, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestInspectFindsLocksInSidecarDir(t *testing.T) {
 	}
 	holder.Cmd.Process.Kill()
 	holder.Cmd.Wait()
-	lanes, err = Inspect(context.Background(), path, dir, nil)
+	lanes, err = Inspect(context.Background(), testBase, path, dir, nil)
 	if err != nil || lanes[0].Holder == nil || lanes[0].Holder.Alive || !strings.Contains(lanes[0].Holder.Why, "liveness lock released") {
 		t.Fatalf("after SIGKILL: %+v, %v; want the holder dead by its released lock", lanes, err)
 	}

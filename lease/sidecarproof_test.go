@@ -120,7 +120,7 @@ func openPeer(t *testing.T, path string, mod func(*Options)) *Engine {
 	t.Helper()
 	seams := realSeams()
 	seams.shared, seams.holderID = false, "cl-"+uuid.NewString()
-	o := Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: 2 * time.Second}
+	o := Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: 2 * time.Second}
 	if mod != nil {
 		mod(&o)
 	}
@@ -298,7 +298,7 @@ func TestOpenRefusesIgnoredLocks(t *testing.T) {
 		return nil, fmt.Errorf("%w (%s)", platform.ErrLocksIgnored, platform.SidecarPath(db))
 	}
 	path := newDB(t)
-	e, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path})
+	e, err := Open(context.Background(), Options{Base: testBase, Path: path, DSN: "file:" + path})
 	if e != nil {
 		e.Close()
 	}

@@ -400,7 +400,7 @@ func (w *simWorld) start(i int) error {
 	w.os.mu.Lock()
 	w.os.procs[i] = p
 	w.os.mu.Unlock()
-	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL,
+	eng, err := openWith(context.Background(), Options{Base: testBase, Path: w.path, DSN: w.dsn, TTL: simTTL,
 		Linger: w.linger, StealAfterTTL: w.steal, Clock: p.clock, Logger: slog.New(simLogHandler{w, p})}, w.os.seams(p))
 	if err != nil {
 		return fmt.Errorf("open %s: %v", id, err)
@@ -427,7 +427,7 @@ func (w *simWorld) startOperator() error {
 		inbox: make(chan []byte, 1024), clock: &simClock{}, done: make(chan struct{})}
 	close(p.done)
 	w.os.add(p)
-	eng, err := openWith(context.Background(), Options{Path: w.path, DSN: w.dsn, TTL: simTTL, Clock: p.clock}, w.os.seams(p))
+	eng, err := openWith(context.Background(), Options{Base: testBase, Path: w.path, DSN: w.dsn, TTL: simTTL, Clock: p.clock}, w.os.seams(p))
 	if err != nil {
 		return fmt.Errorf("open %s: %v", id, err)
 	}

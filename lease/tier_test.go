@@ -109,7 +109,7 @@ func TestTierEarlierHolderOfTheOtherTier(t *testing.T) {
 	path := newDB(t)
 	holder := startOther(t, "hold", path)
 	epoch, _ := strconv.ParseInt(holder.expect("held"), 10, 64)
-	_, err := Open(context.Background(), Options{Path: path, DSN: "file:" + path + "?_journal_mode=WAL", TTL: time.Hour})
+	_, err := Open(context.Background(), Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL", TTL: time.Hour})
 	if !errors.Is(err, ErrTierConflict) {
 		t.Fatalf("Open beside the other tier: %v, want ErrTierConflict", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/migrate"
@@ -146,7 +147,7 @@ func TestUpAheadOfSource(t *testing.T) {
 func TestUpUnderLease(t *testing.T) {
 	ctx := context.Background()
 	path, dsn, raw := newDB(t)
-	e, err := lease.Open(ctx, lease.Options{Path: path, DSN: dsn})
+	e, err := lease.Open(ctx, lease.Options{Base: mattn.For(nil), Path: path, DSN: dsn})
 	if err != nil {
 		t.Fatal(err)
 	}

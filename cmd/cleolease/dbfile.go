@@ -13,6 +13,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/workload"
 	"github.com/cleocode/cleolease/lease"
 )
@@ -109,7 +110,7 @@ func readOnly(ctx context.Context, path string, fn func(db *sql.DB) error) error
 		return err
 	}
 	var fnErr error
-	err := lease.ReadOnly(ctx, path, func(db *sql.DB) error {
+	err := lease.ReadOnly(ctx, mattn.For(nil), path, func(db *sql.DB) error {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM main.sqlite_master`).Scan(&n); err != nil {
 			return err // not a database: reported as one line below

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/lease"
 )
@@ -41,7 +42,7 @@ func sidecarDirFor(path, given string) string {
 // by the same nonce (SidecarDirDerived), and nothing created in the mount
 // (which would take a new file for a database and replicate it).
 func engineOptions(path, dsn, given string) (lease.Options, error) {
-	o := lease.Options{Path: path, DSN: dsn, SidecarDir: given}
+	o := lease.Options{Base: mattn.For(nil), Path: path, DSN: dsn, SidecarDir: given}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return o, err

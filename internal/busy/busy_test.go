@@ -1,4 +1,4 @@
-package busy
+package busy_test
 
 import (
 	"context"
@@ -7,30 +7,33 @@ import (
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/internal/busy"
+	_ "github.com/cleocode/cleolease/internal/mattn" // reads go-sqlite3's errors
 )
 
 func TestIs(t *testing.T) {
-	busy := sqlite3.Error{Code: sqlite3.ErrBusy}
+	busyErr := sqlite3.Error{Code: sqlite3.ErrBusy}
 	for _, tc := range []struct {
 		err  error
 		want bool
 	}{
 		{nil, false},
-		{busy, true},
-		{fmt.Errorf("open x: %w", busy), true},
+		{busyErr, true},
+		{fmt.Errorf("open x: %w", busyErr), true},
 		{sqlite3.Error{Code: sqlite3.ErrLocked}, true},
 		{sqlite3.Error{Code: sqlite3.ErrConstraint}, false},
 		{errors.New("database is locked"), false},
 	} {
-		if got := Is(tc.err); got != tc.want {
-			t.Errorf("Is(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := busy.Is(tc.err); got != tc.want {
+			t.Errorf("busy.Is(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
 
 func TestRetryOpen(t *testing.T) {
 	n := 0
-	v, err := RetryOpen(context.Background(), func() (int, error) {
+	v, err := busy.RetryOpen(context.Background(), func() (int, error) {
 		if n++; n < 3 {
 			return 0, sqlite3.Error{Code: sqlite3.ErrBusy}
 		}
@@ -40,12 +43,12 @@ func TestRetryOpen(t *testing.T) {
 		t.Fatalf("RetryOpen = %d, %v after %d calls; want 7, nil after 3", v, err, n)
 	}
 	other := errors.New("no such file")
-	if _, err := RetryOpen(context.Background(), func() (int, error) { return 0, other }); err != other {
+	if _, err := busy.RetryOpen(context.Background(), func() (int, error) { return 0, other }); err != other {
 		t.Fatalf("a non-busy error = %v, want it returned at once", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := RetryOpen(ctx, func() (int, error) { return 0, sqlite3.Error{Code: sqlite3.ErrBusy} }); err != context.Canceled {
+	if _, err := busy.RetryOpen(ctx, func() (int, error) { return 0, sqlite3.Error{Code: sqlite3.ErrBusy} }); err != context.Canceled {
 		t.Fatalf("busy with a cancelled context = %v, want context.Canceled", err)
 	}
 }

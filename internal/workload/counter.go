@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -48,7 +49,7 @@ func CreateCounter(ctx context.Context, path string) error {
 // |log rows − acked|, where acked is the commits the workers saw succeed.
 func VerifyCounter(ctx context.Context, path string, acked int64) (lost int64, err error) {
 	var n, rows int64
-	err = lease.ReadOnly(ctx, path, func(db *sql.DB) error {
+	err = lease.ReadOnly(ctx, mattn.For(nil), path, func(db *sql.DB) error {
 		return db.QueryRowContext(ctx, `SELECT (SELECT n FROM counter WHERE id = 1), (SELECT count(*) FROM log)`).Scan(&n, &rows)
 	})
 	if err != nil {
