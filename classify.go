@@ -2,7 +2,6 @@ package cleolease
 
 import (
 	"database/sql/driver"
-	"errors"
 	"io"
 	"reflect"
 	"regexp"
@@ -19,14 +18,6 @@ type class struct {
 	refuse    error // the string must not run (nor be prepared) on a leased connection
 	inputs    int   // parameters of the first statement (go-sqlite3 checks them first)
 }
-
-// ErrExclusiveLocking is returned, without running anything, for a
-// statement string holding PRAGMA locking_mode=EXCLUSIVE on a connection
-// whose writes take the lease: in exclusive locking mode SQLite keeps its
-// file locks after each transaction, so every other process's lease (and
-// write) would stall until this connection closes. Open the database with
-// _lease_mode=off to use exclusive locking.
-var ErrExclusiveLocking = errors.New("cleolease: PRAGMA locking_mode=EXCLUSIVE keeps SQLite's file locks and would stall every other process; it needs _lease_mode=off")
 
 // unfenced are statements that cannot run inside a transaction or manage
 // their own: they are leased but not fenced (README "What is fenced").

@@ -1,7 +1,5 @@
 package cleolease
 
-import "fmt"
-
 // How a Config's fields get their defaults.
 //
 // A Config literal names only the fields its author cares about, so a field
@@ -13,27 +11,6 @@ import "fmt"
 // by NewConfig or ParseDSN (or returned by Connector.Config) holds every
 // value explicitly, so its zeros are kept, exactly as a DSN's
 // "_lease_wait=0" is.
-
-// ConfigError reports a Config field that NewConnector or OpenDB rejects:
-// Field is the Config field's name ("TTL", "Lane", ...), Value the
-// offending value as text (empty when the field is empty) and Reason why it
-// is refused; for a nil *Config, Field and Value are empty. Problems inside Config.SQLiteDSN are reported as a *DSNError
-// naming the DSN parameter, since that is what the caller wrote.
-type ConfigError struct {
-	Field  string
-	Value  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	if e.Field == "" {
-		return "cleolease: " + e.Reason
-	}
-	if e.Value == "" {
-		return fmt.Sprintf("cleolease: Config.%s: %s", e.Field, e.Reason)
-	}
-	return fmt.Sprintf("cleolease: Config.%s has bad value %q: %s", e.Field, e.Value, e.Reason)
-}
 
 // applyDefaults gives every zero field of a Config that did not come from
 // NewConfig or ParseDSN (a literal) its default, and marks c explicit, so

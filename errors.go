@@ -1,16 +1,12 @@
 package cleolease
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/cleocode/cleolease/lease"
-)
+import "github.com/cleocode/cleolease/writer"
 
 // Errors and types: one convention. Every error value and every type a
 // user of this package can meet — from sql.Open, a statement, a
 // transaction, AcquireLease, Stats, Status or Break — is declared or
-// re-exported here, so a program never imports package lease:
+// re-exported here, so a program never imports package lease (nor package
+// writer, where the names every base shares are declared):
 //
 //   - Sentinels are package-level error values tested with errors.Is.
 //     Those that come from the lease engine are the engine's own values
@@ -29,123 +25,129 @@ import (
 //     (replica.go) that wraps SQLite's error; only errors cleolease originates (lease, DSN, Config,
 //     migration errors) name the file.
 
-// Lease errors, re-exported from the lease engine.
+// The sentinels and types below are package writer's (shared by every
+// base), under the same names: the same values and, by alias, the same
+// types.
+
+// Lease errors: the lease engine's own values (package lease).
 var (
-	// ErrLeaseUnavailable: no grant within _lease_wait in mode require. (The
-	// cold-open lease never degrades and is bounded only by the context.)
-	ErrLeaseUnavailable = lease.ErrUnavailable
+	// ErrLeaseUnavailable: no grant within _lease_wait in mode require.
+	ErrLeaseUnavailable = writer.ErrLeaseUnavailable
 	// ErrLeaseLost: a fenced commit found that its (holder, epoch) was no
 	// longer active; the transaction was rolled back and changed nothing.
-	// Lease.Check reports it too.
-	ErrLeaseLost = lease.ErrLost
+	ErrLeaseLost = writer.ErrLeaseLost
 	// ErrFileChanged: the database path was renamed over or deleted while
-	// the connector was open; writes through it are refused.
-	ErrFileChanged = lease.ErrFileChanged
-	// ErrHolderAlive: Break refused because the lane's holder is provably
-	// alive and force was not given.
-	ErrHolderAlive = lease.ErrHolderAlive
-	// ErrIndexMissing: the lease tables' partial unique index
-	// ux_writer_leases_active is missing, so SQLite would not enforce one
-	// holder per (scope, lane); the engine refuses to run.
-	ErrIndexMissing = lease.ErrIndexMissing
-	// ErrUntrusted: the lease tables hold contents the engine cannot trust
-	// (several active rows, values of the wrong type); nothing is granted.
-	ErrUntrusted = lease.ErrUntrusted
+	// the connector was open.
+	ErrFileChanged = writer.ErrFileChanged
+	// ErrHolderAlive: Break refused a provably live holder without force.
+	ErrHolderAlive = writer.ErrHolderAlive
+	// ErrIndexMissing: the lease tables' unique index is missing.
+	ErrIndexMissing = writer.ErrIndexMissing
+	// ErrUntrusted: the lease tables hold contents the engine cannot trust.
+	ErrUntrusted = writer.ErrUntrusted
 	// ErrTierConflict: processes built with the other Linux liveness tier
-	// (with or without the build tag cleolease_portable) use the database;
-	// build every program that shares the file with the same tags.
-	ErrTierConflict = lease.ErrTierConflict
+	// use the database.
+	ErrTierConflict = writer.ErrTierConflict
 	// ErrSidecarDir: the liveness files cannot prove a holder alive where
-	// they are (their locks are not seen from another open file, or
-	// processes of this host keep them in different places: beside the
-	// database and in a _lease_sidecar_dir, two different directories,
-	// or, on a LiteFS mount, different derived local directories); give
-	// every process of the host the same _lease_sidecar_dir (a local
-	// directory), or none. The *LeaseError's Reason says which.
-	ErrSidecarDir = lease.ErrSidecarDir
+	// they are.
+	ErrSidecarDir = writer.ErrSidecarDir
 	// ErrLeaseClosed: a write waited for the lease while this process's
-	// lease engine of the file was closing (its last connector closed).
-	ErrLeaseClosed = lease.ErrClosed
+	// lease engine of the file was closing.
+	ErrLeaseClosed = writer.ErrLeaseClosed
 )
 
-// LeaseError is the detailed form of every lease failure: the operation,
-// file, scope, lane, the holder in the way and the cause (one of the
-// sentinels above, a context error or an SQLite error).
-type LeaseError = lease.Error
+// LeaseError is the detailed form of every lease failure: writer.LeaseError.
+type LeaseError = writer.LeaseError
 
-// LeaseStats are the lease counters of one file in this process (Stats).
-type LeaseStats = lease.Stats
+// LeaseStats are the lease counters of one file in this process (Stats):
+// writer.LeaseStats.
+type LeaseStats = writer.LeaseStats
 
-// LaneStatus is one (scope, lane) of a file as Status reports it: its
-// holder, its highest epoch and its waiters in grant order.
-type LaneStatus = lease.LaneStatus
+// LaneStatus is one (scope, lane) of a file as Status reports it:
+// writer.LaneStatus.
+type LaneStatus = writer.LaneStatus
 
-// HolderStatus is a lane's active holder, alive or dead and why (Status,
-// Break).
-type HolderStatus = lease.HolderStatus
+// HolderStatus is a lane's active holder (Status, Break):
+// writer.HolderStatus.
+type HolderStatus = writer.HolderStatus
 
-// WaiterStatus is one waiter of a lane (LaneStatus.Waiters).
-type WaiterStatus = lease.WaiterStatus
+// WaiterStatus is one waiter of a lane (LaneStatus.Waiters):
+// writer.WaiterStatus.
+type WaiterStatus = writer.WaiterStatus
 
 // Clock is the lease engine's source of wall-clock time (Config.Clock):
-// tests inject one to step time; nil in a Config means the system clock.
-type Clock = lease.Clock
+// writer.Clock.
+type Clock = writer.Clock
 
-// Errors of this package's own.
+// Errors of the driver (writer's values; see there for each).
 var (
-	// ErrConnectorClosed: a connection was requested from a Connector
-	// after its Close.
-	ErrConnectorClosed = errors.New("cleolease: connector closed")
-	// ErrEngineNotOpen: a leased write found no lease engine for its
-	// connector (its first connection never opened one).
-	ErrEngineNotOpen = errors.New("cleolease: lease engine not open")
-	// ErrNotCleolease: AcquireLease, WithWriterLease, Stats, Status or
-	// Break was given a *sql.DB that was not opened with this driver.
-	ErrNotCleolease = errors.New("cleolease: not a cleolease database")
-	// ErrNoLease: AcquireLease, WithWriterLease, Stats, Status or Break on
-	// a database whose writes take no lease (mode off, read-only, or a
-	// private database: see ErrPrivateMemory), or
-	// AcquireLease with a context that opts out (WithoutLease).
-	ErrNoLease = errors.New("cleolease: writes take no lease here")
+	ErrConnectorClosed    = writer.ErrConnectorClosed
+	ErrEngineNotOpen      = writer.ErrEngineNotOpen
+	ErrNotCleolease       = writer.ErrNotCleolease
+	ErrNoLease            = writer.ErrNoLease
+	ErrForeignTransaction = writer.ErrForeignTransaction
+	ErrPrivateMemory      = writer.ErrPrivateMemory
+	ErrBaseDriverMismatch = writer.ErrBaseDriverMismatch
+	ErrExclusiveLocking   = writer.ErrExclusiveLocking
+	ErrNetworkFS          = writer.ErrNetworkFS
+	ErrReplica            = writer.ErrReplica
 )
 
-var (
-	// ErrForeignTransaction: a write that needs the lease was issued on a
-	// connection inside a transaction the driver did not start (for example
-	// a hand-written BEGIN on a *sql.Conn). The driver neither commits nor
-	// rolls back that transaction; the caller still owns it.
-	ErrForeignTransaction = errors.New("cleolease: refusing to take the writer lease inside a transaction the driver did not start")
-	// ErrPrivateMemory: migrations (_migrations, Config.MigrationsFS,
-	// Config.Migrator) were configured on a private database — in memory
-	// (":memory:", mode=memory without cache=shared, a memdb name not
-	// starting with '/') or the temporary on-disk database SQLite opens for
-	// an empty file name. Such a database is a different one on every
-	// connection, so migrations would land on the migrations' own
-	// connection, which nobody else sees. The database itself opens exactly
-	// as with go-sqlite3, with no lease: no other process can reach it.
-	// For migrations, use "file::memory:?cache=shared" or a file.
-	ErrPrivateMemory = errors.New("cleolease: migrations on a private database (in memory, or the temporary one an empty file name opens), which differs on every connection; use file::memory:?cache=shared or a file path")
-	// ErrBaseDriverMismatch: a connector's Config.BaseDriver differs from
-	// the one this process's lease engine of the same file was opened with
-	// (by an earlier connector). The engine's private connection runs one
-	// base driver's ConnectHook; use one BaseDriver per file (nil counts as
-	// one). It is lease.ErrDriverMismatch.
-	ErrBaseDriverMismatch = lease.ErrDriverMismatch
+// DSNError reports a DSN parameter cleolease rejects: writer.DSNError.
+type DSNError = writer.DSNError
+
+// ConfigError reports a Config field NewConnector or OpenDB rejects:
+// writer.ConfigError.
+type ConfigError = writer.ConfigError
+
+// NetworkFSError is returned by the first connect of a connector whose
+// database lies on a network filesystem: writer.NetworkFSError.
+type NetworkFSError = writer.NetworkFSError
+
+// ReplicaError is returned when a write on a LiteFS replica was refused:
+// writer.ReplicaError.
+type ReplicaError = writer.ReplicaError
+
+// Mode selects how the writer lease behaves (DSN _lease_mode): writer.Mode.
+type Mode = writer.Mode
+
+// The modes (writer's).
+const (
+	ModeOff     = writer.ModeOff
+	ModeLocal   = writer.ModeLocal
+	ModeRequire = writer.ModeRequire
 )
 
-// DSNError reports a DSN parameter cleolease rejects: an unknown parameter
-// it owns, an underscore parameter go-sqlite3 would silently ignore, or a
-// value that does not parse. Value is empty when the name itself is the
-// problem.
-type DSNError struct {
-	Param  string
-	Value  string
-	Reason string
-}
+// NetworkFS is what the connector does with a database on a network
+// filesystem (DSN _lease_network_fs): writer.NetworkFS.
+type NetworkFS = writer.NetworkFS
 
-func (e *DSNError) Error() string {
-	if e.Value == "" {
-		return fmt.Sprintf("cleolease: DSN parameter %q: %s", e.Param, e.Reason)
-	}
-	return fmt.Sprintf("cleolease: DSN parameter %q has bad value %q: %s", e.Param, e.Value, e.Reason)
-}
+// The network filesystem choices (writer's).
+const (
+	NetworkFSRefuse = writer.NetworkFSRefuse
+	NetworkFSAllow  = writer.NetworkFSAllow
+)
+
+// ReplicaMigrations is what the first connect does on a LiteFS replica
+// behind the configured migrations (DSN _migrations_replica):
+// writer.ReplicaMigrations.
+type ReplicaMigrations = writer.ReplicaMigrations
+
+// The replica choices (writer's).
+const (
+	ReplicaOpen = writer.ReplicaOpen
+	ReplicaWait = writer.ReplicaWait
+)
+
+// Defaults of the DSN parameters owned by cleolease, for Go callers
+// (writer's).
+const (
+	DefaultScope           = writer.DefaultScope
+	DefaultLane            = writer.DefaultLane
+	DefaultTTL             = writer.DefaultTTL
+	DefaultWait            = writer.DefaultWait
+	DefaultPriority        = writer.DefaultPriority
+	DefaultSlice           = writer.DefaultSlice
+	DefaultLinger          = writer.DefaultLinger
+	DefaultMigrationsTable = writer.DefaultMigrationsTable
+)
