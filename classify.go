@@ -1,14 +1,14 @@
 package cleolease
 
 import (
+	"context"
 	"database/sql/driver"
 	"io"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 )
 
 // class is what SQLite says of a statement string.
@@ -45,7 +45,7 @@ func (lc *leaseConn) classify(query string) (class, error) {
 	if k, ok := lc.classes[query]; ok {
 		return k, nil
 	}
-	k, err := classifySQL(lc.SQLiteConn, query)
+	k, err := classifySQL(lc.c.drvBase, lc.Conn, query)
 	if err != nil {
 		return class{}, err
 	}
@@ -56,17 +56,17 @@ func (lc *leaseConn) classify(query string) (class, error) {
 	return k, nil
 }
 
-// stmtClass judges a statement prepared from query: go-sqlite3 runs only
-// the first statement of a prepared string. Results are cached per
+// stmtClass judges a statement prepared from query, described by info:
+// a base runs only the first statement of a prepared string. Results are cached per
 // connection by query text, like classify's, so that code preparing the
 // same write again and again pays the judgement (an EXPLAIN, on a
 // connection with TEMP objects or attached databases) once.
-func (lc *leaseConn) stmtClass(query string, s *sqlite3.SQLiteStmt) class {
+func (lc *leaseConn) stmtClass(query string, info sqlbase.StmtInfo) class {
 	if k, ok := lc.stmtClasses[query]; ok {
 		return k
 	}
-	k := class{write: !stmtEmpty(s) && !s.Readonly(), fenceable: !unfenced[firstKeyword(query)]}
-	if k.write && k.fenceable && lc.leased() && !writesMain(lc.SQLiteConn, query[:len(query)-len(stmtTail(s))]) {
+	k := class{write: !info.Empty && !info.ReadOnly, fenceable: !unfenced[firstKeyword(query)]}
+	if k.write && k.fenceable && lc.leased() && !writesMain(lc.Conn, query[:len(query)-len(info.Tail)]) {
 		k.write = false // TEMP or an attached database only (see classifySQL)
 	}
 	if lc.stmtClasses == nil || len(lc.stmtClasses) > 512 {
@@ -76,7 +76,7 @@ func (lc *leaseConn) stmtClass(query string, s *sqlite3.SQLiteStmt) class {
 	return k
 }
 
-func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
+func classifySQL(base sqlbase.Driver, sc sqlbase.Conn, query string) (class, error) {
 	if refusesLocking(query) {
 		return class{refuse: ErrExclusiveLocking}, nil
 	}
@@ -86,31 +86,29 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 	for rest := query; rest != ""; {
 		if n > 0 && prepareTimePragma(rest) {
 			// SQLite applies many PRAGMAs while preparing them; a later
-			// one that go-sqlite3 may never reach must not be prepared
+			// one that the base may never reach must not be prepared
 			// here. Judge the string a write.
 			return class{write: true, inputs: k.inputs}, nil
 		}
-		ds, err := sc.Prepare(rest)
+		info, err := base.Describe(sc, rest)
 		if err != nil {
 			if n == 0 {
 				return class{}, err
 			}
 			return class{write: true, inputs: k.inputs}, nil
 		}
-		s := ds.(*sqlite3.SQLiteStmt)
-		tail := stmtTail(s)
-		if !stmtEmpty(s) {
+		tail := info.Tail
+		if !info.Empty {
 			n++
-			if !s.Readonly() {
+			if !info.ReadOnly {
 				k.write = true
 			}
 			if n == 1 {
 				first = rest[:len(rest)-len(tail)]
 				k.fenceable = !unfenced[firstKeyword(first)]
-				k.inputs = s.NumInput()
+				k.inputs = info.Inputs
 			}
 		}
-		s.Close()
 		if len(tail) >= len(rest) {
 			break // defensive: SQLite always consumes input
 		}
@@ -121,7 +119,7 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 	}
 	if n == 1 && k.write && k.fenceable && !writesMain(sc, first) {
 		// It writes only TEMP or another attached database: the main
-		// file's lease has nothing to order, and go-sqlite3 would not wait
+		// file's lease has nothing to order, and the base would not wait
 		// for the main file's writer either.
 		k.write = false
 	}
@@ -130,8 +128,8 @@ func classifySQL(sc *sqlite3.SQLiteConn, query string) (class, error) {
 
 // hasOtherDatabases reports whether the connection has TEMP objects or an
 // attached database (a read: it changes nothing, changes() included).
-func hasOtherDatabases(sc *sqlite3.SQLiteConn) bool {
-	rows, err := sc.Query(`SELECT EXISTS (SELECT 1 FROM temp.sqlite_master) OR EXISTS (SELECT 1 FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))`, nil)
+func hasOtherDatabases(sc sqlbase.Conn) bool {
+	rows, err := sc.QueryContext(context.Background(), `SELECT EXISTS (SELECT 1 FROM temp.sqlite_master) OR EXISTS (SELECT 1 FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))`, nil)
 	if err != nil {
 		return true
 	}
@@ -159,11 +157,11 @@ func prepareTimePragma(text string) bool {
 // EXPLAIN of a write sets the connection's changes() to 0 when it ends, so
 // it runs only on a connection that has something else to write: TEMP
 // objects or an attached database.
-func writesMain(sc *sqlite3.SQLiteConn, stmt string) bool {
+func writesMain(sc sqlbase.Conn, stmt string) bool {
 	if !hasOtherDatabases(sc) {
 		return true
 	}
-	rows, err := sc.Query("EXPLAIN "+stmt, nil)
+	rows, err := sc.QueryContext(context.Background(), "EXPLAIN "+stmt, nil)
 	if err != nil {
 		return true
 	}
@@ -185,20 +183,6 @@ func writesMain(sc *sqlite3.SQLiteConn, stmt string) bool {
 			return true
 		}
 	}
-}
-
-// stmtTail returns the unparsed remainder of a prepared string. go-sqlite3
-// keeps it in an unexported field; reading a string field through reflect
-// is allowed and changes nothing.
-func stmtTail(s *sqlite3.SQLiteStmt) string {
-	return reflect.ValueOf(s).Elem().FieldByName("t").String()
-}
-
-// stmtEmpty reports a statement SQLite prepared to nothing (its handle is
-// NULL: the text was empty, white space or comments). go-sqlite3 skips
-// such statements; running one directly would crash.
-func stmtEmpty(s *sqlite3.SQLiteStmt) bool {
-	return reflect.ValueOf(s).Elem().FieldByName("s").IsNil()
 }
 
 // exclusiveLockingRE matches a statement (comments removed) PRAGMA

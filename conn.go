@@ -5,30 +5,29 @@ import (
 	"database/sql/driver"
 	"errors"
 
-	"github.com/mattn/go-sqlite3"
-
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
 )
 
-// leaseConn is the connection under sqlmw. It embeds the concrete
-// *sqlite3.SQLiteConn (so every optional interface go-sqlite3 implements
-// stays visible: sqlmw type-asserts them) and overrides each path that can
-// write, so that the lease is taken whichever way a statement arrives.
-// Every statement runs through go-sqlite3's own call path (its empty
+// leaseConn is the connection under sqlmw. It embeds the base's
+// connection (sqlbase.Conn), passes on the optional interfaces sqlmw
+// type-asserts (Pinger, NamedValueChecker), and overrides each path that
+// can write, so that the lease is taken whichever way a statement arrives.
+// Every statement runs through the base's own call path (its empty
 // statement and argument checks included); the driver only decides,
 // beforehand, whether it needs the lease (see route).
 type leaseConn struct {
-	*sqlite3.SQLiteConn
+	sqlbase.Conn
 	c  *Connector
 	tx *leaseTx // the transaction this driver began, nil when none
 	// readOnly: SQLite opened the database read-only (readonly.go), so
 	// writes take no lease and fail with SQLite's own error.
 	readOnly bool
-	dsn      string // the DSN go-sqlite3 opened this connection with
+	dsn      string // the DSN the base opened this connection with
 
-	classes     map[string]class               // per-connection cache of classify results
-	stmtClasses map[string]class               // the same for prepared statements (stmtClass)
-	fence       map[string]*sqlite3.SQLiteStmt // the fencing checks, prepared (fenceQuerier)
+	classes     map[string]class       // per-connection cache of classify results
+	stmtClasses map[string]class       // the same for prepared statements (stmtClass)
+	fence       map[string]driver.Stmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
 }
@@ -64,10 +63,10 @@ func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leas
 	case inTx || !k.write:
 		return k, false, nil
 	case nargs < k.inputs:
-		// go-sqlite3 refuses it ("not enough args") before running
+		// the base refuses it ("not enough args") before running
 		// anything: its own error, without waiting for the lease.
 		return k, false, nil
-	case !lc.SQLiteConn.AutoCommit():
+	case !lc.autoCommit():
 		return k, false, ErrForeignTransaction
 	}
 	return k, true, nil
@@ -82,10 +81,10 @@ func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []drive
 		return nil, err
 	}
 	if !leased {
-		return lc.SQLiteConn.ExecContext(ctx, query, args)
+		return lc.Conn.ExecContext(ctx, query, args)
 	}
 	return lc.leasedExec(ctx, k, func() (driver.Result, error) {
-		return lc.SQLiteConn.ExecContext(ctx, query, args)
+		return lc.Conn.ExecContext(ctx, query, args)
 	})
 }
 
@@ -98,10 +97,10 @@ func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driv
 		return nil, err
 	}
 	if !leased {
-		return lc.SQLiteConn.QueryContext(ctx, query, args)
+		return lc.Conn.QueryContext(ctx, query, args)
 	}
 	return lc.leasedQuery(ctx, k, func() (driver.Rows, error) {
-		return lc.SQLiteConn.QueryContext(ctx, query, args)
+		return lc.Conn.QueryContext(ctx, query, args)
 	})
 }
 
@@ -173,13 +172,36 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	if lc.leased() && refusesLocking(query) {
 		return nil, ErrExclusiveLocking
 	}
-	st, err := lc.SQLiteConn.PrepareContext(ctx, query)
+	st, err := lc.Conn.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	s := st.(*sqlite3.SQLiteStmt)
-	k := lc.stmtClass(query, s)
-	return &leaseStmt{SQLiteStmt: s, lc: lc, k: k, returning: k.write && mentionsWord(query, "returning")}, nil
+	info := lc.c.drvBase.DescribeStmt(lc.Conn, st, query)
+	k := lc.stmtClass(query, info)
+	return &leaseStmt{Stmt: st, lc: lc, k: k, empty: info.Empty, returning: k.write && mentionsWord(query, "returning")}, nil
+}
+
+// autoCommit reports whether the connection is outside any transaction
+// (sqlite3_get_autocommit).
+func (lc *leaseConn) autoCommit() bool { return lc.c.drvBase.AutoCommit(lc.Conn) }
+
+// Ping passes on the base connection's Ping; a base without one is
+// always reachable.
+func (lc *leaseConn) Ping(ctx context.Context) error {
+	if p, ok := lc.Conn.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+// CheckNamedValue passes on the base connection's argument check;
+// driver.ErrSkip (database/sql's default conversion) for a base without
+// one.
+func (lc *leaseConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if c, ok := lc.Conn.(driver.NamedValueChecker); ok {
+		return c.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
 }
 
 // leased reports whether writes on this connection take the lease: the
@@ -196,7 +218,7 @@ func (lc *leaseConn) ResetSession(ctx context.Context) error {
 	if lc.c.private {
 		return nil
 	}
-	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
+	if lc.tx != nil || !lc.autoCommit() {
 		return driver.ErrBadConn
 	}
 	return nil
@@ -229,5 +251,5 @@ func (lc *leaseConn) Close() error {
 		st.Close()
 	}
 	lc.closed = true
-	return lc.SQLiteConn.Close()
+	return lc.Conn.Close()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/internal/mattn"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -82,9 +83,10 @@ type Connector struct {
 	readOnly bool // the DSN opens read-only (mode=ro, immutable=1, _query_only)
 	private  bool // a private database: no lease, exactly go-sqlite3 (Config.private)
 	drv      *Driver
-	base     *sqlite3.SQLiteDriver
-	mw       driver.Connector // sqlmw's connector over the inner driver
-	log      *slog.Logger     // where its records go (newLogger); never nil
+	base     *sqlite3.SQLiteDriver // Config.BaseDriver, or a plain driver
+	drvBase  sqlbase.Driver        // the base as the driver core uses it (mattn.For(base))
+	mw       driver.Connector      // sqlmw's connector over the inner driver
+	log      *slog.Logger          // where its records go (newLogger); never nil
 
 	mu        sync.Mutex
 	engine    *lease.Engine
@@ -124,9 +126,8 @@ func NewConnector(cfg *Config) (*Connector, error) {
 	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), roDSN: c.sqliteDSN(false), base: c.BaseDriver, log: newLogger(c)}
 	conn.path, conn.memory, conn.readOnly = c.location()
 	conn.private = c.private()
-	if conn.base == nil {
-		conn.base = &sqlite3.SQLiteDriver{}
-	}
+	conn.drvBase = mattn.For(c.BaseDriver)
+	conn.base = conn.drvBase.(*mattn.Base).Driver()
 	conn.drv = &Driver{c: conn}
 	mw, err := sqlmw.Driver(&innerDriver{c: conn}, interceptor{c: conn}).(driver.DriverContext).OpenConnector(conn.dsn)
 	if err != nil {
@@ -224,7 +225,7 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 		return err
 	}
 	e, err := lease.Open(ctx, lease.Options{
-		Base: mattn.For(c.cfg.BaseDriver), Path: c.path, DSN: c.dsn, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		Base: c.drvBase, Path: c.path, DSN: c.dsn, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {

@@ -1,39 +1,35 @@
 package cleolease
 
-import (
-	"errors"
-
-	"github.com/mattn/go-sqlite3"
-)
+import "github.com/cleocode/cleolease/internal/sqlbase"
 
 // fileErrorCodes are SQLite's primary result codes that concern the
 // database file as a whole rather than one statement: it cannot be opened
-// (SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH, SQLITE_NOLFS), is not a
-// database or is corrupt (SQLITE_NOTADB, SQLITE_CORRUPT), or cannot be read
-// or written (SQLITE_IOERR, SQLITE_READONLY, SQLITE_FULL, SQLITE_PROTOCOL,
-// SQLITE_NOMEM). The user's own first statement on such a file meets the
-// same error from go-sqlite3.
-var fileErrorCodes = map[sqlite3.ErrNo]bool{
-	sqlite3.ErrCantOpen: true, sqlite3.ErrPerm: true, sqlite3.ErrAuth: true, sqlite3.ErrNoLFS: true,
-	sqlite3.ErrNotADB: true, sqlite3.ErrCorrupt: true,
-	sqlite3.ErrIoErr: true, sqlite3.ErrReadonly: true, sqlite3.ErrFull: true, sqlite3.ErrProtocol: true,
-	sqlite3.ErrNomem: true,
+// (SQLITE_CANTOPEN 14, SQLITE_PERM 3, SQLITE_AUTH 23, SQLITE_NOLFS 22), is
+// not a database or is corrupt (SQLITE_NOTADB 26, SQLITE_CORRUPT 11), or
+// cannot be read or written (SQLITE_IOERR, SQLITE_READONLY, SQLITE_FULL,
+// SQLITE_PROTOCOL, SQLITE_NOMEM 7). The user's own first statement on such
+// a file meets the same error from the base.
+var fileErrorCodes = map[int]bool{
+	14: true, 3: true, 23: true, 22: true,
+	26: true, 11: true,
+	sqlbase.IOErr: true, sqlbase.ReadOnly: true, sqlbase.Full: true, sqlbase.Protocol: true,
+	7: true,
 }
 
-// sqliteFileError returns the sqlite3.Error inside err, unwrapped, when its
-// code is one of fileErrorCodes; any other error comes back unchanged. The
-// lease engine's own work on the file (opening its connection and creating
-// its tables at the first connect, claiming a lease before a write) meets
-// such an error exactly where the user's statement would have met it
-// through go-sqlite3, so the caller gets the same dynamic type and value
-// (err.(sqlite3.Error) works), not a *LeaseError around it.
+// sqliteFileError returns the base's error inside err, unwrapped (for
+// go-sqlite3 the sqlite3.Error value), when its code is one of
+// fileErrorCodes; any other error comes back unchanged. The lease engine's
+// own work on the file (opening its connection and creating its tables at
+// the first connect, claiming a lease before a write) meets such an error
+// exactly where the user's statement would have met it through the base,
+// so the caller gets the same dynamic type and value (err.(sqlite3.Error)
+// works), not a *LeaseError around it.
 func sqliteFileError(err error) error {
 	if err == nil {
-		return nil // before se, which escapes: no allocation on the hot path
+		return nil
 	}
-	var se sqlite3.Error
-	if errors.As(err, &se) && fileErrorCodes[se.Code] {
-		return se
+	if c, ok := sqlbase.Code(err); ok && fileErrorCodes[c.Code] {
+		return c.Err
 	}
 	return err
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/ngrok/sqlmw"
 )
 
-// innerDriver is the driver sqlmw wraps: it opens go-sqlite3 connections
+// innerDriver is the driver sqlmw wraps: it opens the base's connections
 // and returns them as leaseConn, which carries the per-connection state
 // (sqlmw hands interceptors a fresh wrapper on every call, so state cannot
 // live there).
@@ -38,7 +38,7 @@ func (d *innerDriver) Open(dsn string) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &leaseConn{SQLiteConn: sc, c: d.c, readOnly: readOnly, dsn: used}, nil
+	return &leaseConn{Conn: sc, c: d.c, readOnly: readOnly, dsn: used}, nil
 }
 
 // interceptor is cleolease's sqlmw interceptor. The lease work itself lives

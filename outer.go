@@ -60,7 +60,7 @@ var (
 )
 
 // SQLiteConn returns the native go-sqlite3 connection.
-func (c *outerConn) SQLiteConn() *sqlite3.SQLiteConn { return c.inner.SQLiteConn }
+func (c *outerConn) SQLiteConn() *sqlite3.SQLiteConn { return c.inner.Conn.(*sqlite3.SQLiteConn) }
 
 func (c *outerConn) Prepare(query string) (driver.Stmt, error) { return c.mw.Prepare(query) }
 func (c *outerConn) Begin() (driver.Tx, error)                 { return c.mw.Begin() } //nolint:staticcheck

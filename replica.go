@@ -83,7 +83,7 @@ func (c *Connector) replicaError(err error) error {
 	return &ReplicaError{Path: c.path, Primary: primary, Err: innermostSQLite(err)}
 }
 
-// innermostSQLite returns the sqlite3.Error inside err (SQLite's refusal,
+// innermostSQLite returns the base's error inside err (SQLite's refusal,
 // without the lease engine's wrapping), or err itself.
 func innermostSQLite(err error) error {
 	if se := sqliteFileError(err); se != err {

@@ -254,3 +254,13 @@ func TestReplicaBehindMigrations(t *testing.T) {
 		}
 	})
 }
+
+func openRaw(t *testing.T, dsn string) *sqlite3.SQLiteConn {
+	t.Helper()
+	conn, err := (&sqlite3.SQLiteDriver{}).Open(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", dsn, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn.(*sqlite3.SQLiteConn)
+}

@@ -3,8 +3,6 @@ package cleolease
 import (
 	"context"
 	"database/sql/driver"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // leaseStmt is a prepared statement under the lease rules: its Exec and
@@ -14,10 +12,11 @@ import (
 // does through the connection (no rows, nothing affected), where
 // go-sqlite3 v1.14.53 dereferences its NULL statement handle and crashes.
 type leaseStmt struct {
-	*sqlite3.SQLiteStmt
-	lc        *leaseConn
-	k         class
-	returning bool // the text has a RETURNING clause (see execReturning)
+	driver.Stmt // the base's; it implements StmtExecContext and StmtQueryContext
+	lc          *leaseConn
+	k           class
+	empty       bool // SQLite prepared nothing (sqlbase.StmtInfo.Empty)
+	returning   bool // the text has a RETURNING clause (see execReturning)
 }
 
 var (
@@ -26,14 +25,14 @@ var (
 )
 
 func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if stmtEmpty(s.SQLiteStmt) {
+	if s.empty {
 		return result{}, nil // go-sqlite3 would crash (NULL statement)
 	}
 	k, leased, err := s.lc.route("", &s.k, len(args))
 	if err != nil {
 		return nil, err
 	}
-	run := func() (driver.Result, error) { return s.SQLiteStmt.ExecContext(ctx, args) }
+	run := func() (driver.Result, error) { return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args) }
 	if !leased {
 		return run()
 	}
@@ -50,12 +49,12 @@ func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 // taken through Query, the result read as go-sqlite3 reads it after that
 // step (last_insert_rowid() and changes()), and the statement reset.
 func (s *leaseStmt) execReturning(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	rows, err := s.SQLiteStmt.QueryContext(ctx, args)
+	rows, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	ids, err := s.lc.SQLiteConn.QueryContext(context.Background(), "SELECT last_insert_rowid(), changes()", nil)
+	ids, err := s.lc.Conn.QueryContext(context.Background(), "SELECT last_insert_rowid(), changes()", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -70,14 +69,14 @@ func (s *leaseStmt) execReturning(ctx context.Context, args []driver.NamedValue)
 }
 
 func (s *leaseStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if stmtEmpty(s.SQLiteStmt) {
+	if s.empty {
 		return &bufferedRows{}, nil // go-sqlite3 would crash (NULL statement)
 	}
 	k, leased, err := s.lc.route("", &s.k, len(args))
 	if err != nil {
 		return nil, err
 	}
-	run := func() (driver.Rows, error) { return s.SQLiteStmt.QueryContext(ctx, args) }
+	run := func() (driver.Rows, error) { return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args) }
 	if !leased {
 		return run()
 	}

@@ -25,12 +25,12 @@ import (
 // transaction, SQLite's own error comes back, as from go-sqlite3.
 func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if lc.c.private || (!lc.leased() && !opts.ReadOnly) {
-		return lc.SQLiteConn.BeginTx(ctx, opts)
+		return lc.Conn.BeginTx(ctx, opts)
 	}
-	if lc.tx != nil || !lc.SQLiteConn.AutoCommit() {
+	if lc.tx != nil || !lc.autoCommit() {
 		// SQLite refuses a transaction within a transaction: go-sqlite3's
 		// BeginTx returns its error.
-		return lc.SQLiteConn.BeginTx(ctx, opts)
+		return lc.Conn.BeginTx(ctx, opts)
 	}
 	if err := lc.fileCheck(); err != nil {
 		return nil, err
@@ -44,10 +44,10 @@ func (lc *leaseConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 		if tx.restoreQueryOnly, err = lc.queryOnly(); err != nil {
 			return nil, err
 		}
-		if _, err := lc.SQLiteConn.ExecContext(context.WithoutCancel(ctx), "BEGIN", nil); err != nil {
+		if _, err := lc.Conn.ExecContext(context.WithoutCancel(ctx), "BEGIN", nil); err != nil {
 			return nil, err
 		}
-		if _, err := lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 1", nil); err != nil {
+		if _, err := lc.Conn.ExecContext(context.Background(), "PRAGMA query_only = 1", nil); err != nil {
 			lc.rollback()
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (lc *leaseConn) Begin() (driver.Tx, error) {
 }
 
 func (lc *leaseConn) queryOnly() (bool, error) {
-	rows, err := lc.SQLiteConn.QueryContext(context.Background(), "PRAGMA query_only", nil)
+	rows, err := lc.Conn.QueryContext(context.Background(), "PRAGMA query_only", nil)
 	if err != nil {
 		return false, err
 	}
@@ -100,7 +100,7 @@ type leaseTx struct {
 func (tx *leaseTx) Commit() error {
 	defer tx.end()
 	if tx.readOnly {
-		_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "COMMIT", nil)
+		_, err := tx.lc.Conn.ExecContext(context.Background(), "COMMIT", nil)
 		if err != nil {
 			tx.lc.rollback()
 		}
@@ -115,7 +115,7 @@ func (tx *leaseTx) Rollback() error {
 	if !tx.readOnly {
 		return tx.w.abort()
 	}
-	_, err := tx.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
+	_, err := tx.lc.Conn.ExecContext(context.Background(), "ROLLBACK", nil)
 	return err
 }
 
@@ -125,7 +125,7 @@ func (tx *leaseTx) end() {
 			tx.lc.tx = nil
 		}
 		if tx.readOnly && !tx.restoreQueryOnly {
-			tx.lc.SQLiteConn.ExecContext(context.Background(), "PRAGMA query_only = 0", nil)
+			tx.lc.Conn.ExecContext(context.Background(), "PRAGMA query_only = 0", nil)
 		}
 		if !tx.readOnly {
 			tx.w.release()

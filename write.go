@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/lease"
 )
@@ -98,7 +96,7 @@ func (w *leasedWrite) finish(runErr error) error {
 		return w.lc.c.replicaError(runErr)
 	}
 	if runErr != nil {
-		if !w.lc.SQLiteConn.AutoCommit() {
+		if !w.lc.autoCommit() {
 			w.lc.commitFenced(w.fence) // rolls back when it cannot commit
 		}
 		return w.lc.c.replicaError(runErr)
@@ -115,7 +113,7 @@ func (w *leasedWrite) abort() error {
 	if !w.fenced {
 		return nil
 	}
-	_, err := w.lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
+	_, err := w.lc.Conn.ExecContext(context.Background(), "ROLLBACK", nil)
 	return err
 }
 
@@ -133,14 +131,14 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, contended bool) error {
 		// expected to want the write lock, and SQLite's busy handler is
 		// the cheaper path. Not cancellable (go-sqlite3 reads nothing
 		// else from the context).
-		_, err := lc.SQLiteConn.ExecContext(context.Background(), "BEGIN IMMEDIATE", nil)
+		_, err := lc.Conn.ExecContext(context.Background(), "BEGIN IMMEDIATE", nil)
 		return err
 	}
 	bg := context.WithoutCancel(ctx)
 	// The user's busy_timeout (read each time: a PRAGMA through any path,
 	// Raw included, may have changed it) bounds the retries and is restored.
 	busyMS := 0
-	if rows, err := lc.SQLiteConn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
+	if rows, err := lc.Conn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
 		v := make([]driver.Value, 1)
 		if rows.Next(v) == nil {
 			n, _ := v[0].(int64)
@@ -148,14 +146,14 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, contended bool) error {
 		}
 		rows.Close()
 	}
-	if _, err := lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
+	if _, err := lc.Conn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
 		return err
 	}
-	defer lc.SQLiteConn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(busyMS), nil)
+	defer lc.Conn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(busyMS), nil)
 	deadline := time.Now().Add(time.Duration(busyMS) * time.Millisecond)
 	wait := 10 * time.Microsecond
 	for {
-		_, err := lc.SQLiteConn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+		_, err := lc.Conn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -195,8 +193,8 @@ func isBusy(err error) bool { return busy.Is(err) }
 
 // rollback ends the connection's open transaction, if any.
 func (lc *leaseConn) rollback() {
-	if !lc.SQLiteConn.AutoCommit() {
-		lc.SQLiteConn.ExecContext(context.Background(), "ROLLBACK", nil)
+	if !lc.autoCommit() {
+		lc.Conn.ExecContext(context.Background(), "ROLLBACK", nil)
 	}
 }
 
@@ -213,7 +211,7 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 	ctx := context.Background()
 	var pass *lease.Pass
 	if f != nil {
-		open := !lc.SQLiteConn.AutoCommit()
+		open := !lc.autoCommit()
 		if err := f.Check(ctx, fenceQuerier{lc}, open); err != nil {
 			lc.rollback()
 			return err
@@ -227,7 +225,7 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 			pass = p
 		}
 	}
-	if _, err := lc.SQLiteConn.ExecContext(ctx, "COMMIT", nil); err != nil {
+	if _, err := lc.Conn.ExecContext(ctx, "COMMIT", nil); err != nil {
 		lc.rollback()
 		if pass != nil {
 			pass.Failed()
@@ -248,7 +246,7 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 // a ConnectHook, which may register callbacks (an update hook, an
 // authorizer, a trace) that must never see the lease rows; there the hold
 // hands off on the engine's own connection, whose callbacks are cleared.
-func (c *Connector) passInCommit() bool { return c.base.ConnectHook == nil }
+func (c *Connector) passInCommit() bool { return !c.drvBase.Hooked() }
 
 // fenceQuerier serves the fencing checks from statements prepared once
 // per connection: they send the same few query texts for every hold of an
@@ -260,17 +258,17 @@ func (f fenceQuerier) QueryContext(ctx context.Context, query string, args []dri
 	lc := f.lc
 	st := lc.fence[query]
 	if st == nil {
-		ps, err := lc.SQLiteConn.PrepareContext(ctx, query)
+		ps, err := lc.Conn.PrepareContext(ctx, query)
 		if err != nil {
 			return nil, err
 		}
-		st = ps.(*sqlite3.SQLiteStmt)
+		st = ps
 		if lc.fence == nil {
-			lc.fence = map[string]*sqlite3.SQLiteStmt{}
+			lc.fence = map[string]driver.Stmt{}
 		}
 		lc.fence[query] = st
 	}
-	return st.QueryContext(ctx, args)
+	return st.(driver.StmtQueryContext).QueryContext(ctx, args)
 }
 
 func releaseHold(h *lease.Hold) {

@@ -30,7 +30,7 @@ func ReadError(err error) (sqlbase.ErrorCode, bool) {
 	if !errors.As(err, &se) {
 		return sqlbase.ErrorCode{}, false
 	}
-	return sqlbase.ErrorCode{Code: int(se.Code), Extended: int(se.ExtendedCode), Errno: se.SystemErrno, Message: se.Error()}, true
+	return sqlbase.ErrorCode{Code: int(se.Code), Extended: int(se.ExtendedCode), Errno: se.SystemErrno, Message: se.Error(), Err: se}, true
 }
 
 // Base opens the engine's connections through one go-sqlite3 driver value.

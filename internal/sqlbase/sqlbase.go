@@ -42,6 +42,9 @@ type ErrorCode struct {
 	Errno syscall.Errno
 	// Message is SQLite's message ("no such table: t").
 	Message string
+	// Err is the base's own error value found in the chain (go-sqlite3's
+	// sqlite3.Error, modernc's *sqlite.Error), as the base returned it.
+	Err error
 }
 
 // Base opens SQLite connections for cleolease's own statements on one Go

@@ -1,15 +1,17 @@
-package cleolease
+package mattn
 
 import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/cleocode/cleolease/internal/sqlbase"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
-// TestOpenedReadOnly pins openedReadOnly's reading of EXPLAIN BEGIN
-// IMMEDIATE to what SQLite decides: read-only for mode=ro and immutable=1,
+// TestOpenedReadOnly pins sqlbase.OpenedReadOnly's reading of EXPLAIN BEGIN
+// IMMEDIATE to what the SQLite go-sqlite3 bundles decides: read-only for mode=ro and immutable=1,
 // writable for a default open, for a read-only open of a WAL file, and for
 // an in-memory database. A SQLite whose EXPLAIN listing changes fails here
 // rather than silently treating every file as writable.
@@ -37,8 +39,8 @@ func TestOpenedReadOnly(t *testing.T) {
 		{"file:/m?vfs=memdb", false},
 	} {
 		sc := openRaw(t, c.dsn)
-		if got := openedReadOnly(sc); got != c.want {
-			t.Errorf("%s: openedReadOnly = %v, want %v", c.dsn, got, c.want)
+		if got := sqlbase.OpenedReadOnly(sc); got != c.want {
+			t.Errorf("%s: OpenedReadOnly = %v, want %v", c.dsn, got, c.want)
 		}
 		// The probe starts nothing: the connection is still in autocommit
 		// and writable connections can still write.
@@ -73,7 +75,7 @@ func BenchmarkOpenedReadOnly(b *testing.B) {
 	defer conn.Close()
 	sc := conn.(*sqlite3.SQLiteConn)
 	for b.Loop() {
-		if openedReadOnly(sc) {
+		if sqlbase.OpenedReadOnly(sc) {
 			b.Fatal("read-only")
 		}
 	}
