@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 	"github.com/ngrok/sqlmw"
 
+	"github.com/cleocode/cleolease/internal/api"
 	"github.com/cleocode/cleolease/internal/busy"
 	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/sqlbase"
@@ -120,12 +121,13 @@ func NewConnector(cfg *Config) (*Connector, error) {
 		return nil, &ConfigError{Reason: "nil *Config (use NewConfig or ParseDSN)"}
 	}
 	c := cfg.Clone()
-	if err := c.validate(); err != nil {
+	if err := api.Validate(c, dialect); err != nil {
 		return nil, err
 	}
-	conn := &Connector{cfg: c, dsn: c.sqliteDSNWithDefaults(), roDSN: c.sqliteDSN(false), base: c.BaseDriver, log: newLogger(c)}
-	conn.path, conn.memory, conn.readOnly = c.location()
-	conn.private = c.private()
+	conn := &Connector{cfg: c, dsn: dialect.WithDefaults(c.SQLiteDSN, true), roDSN: dialect.WithDefaults(c.SQLiteDSN, false), base: c.BaseDriver, log: newLogger(c)}
+	t, _ := dialect.Target(c.SQLiteDSN)
+	conn.path, conn.memory, conn.readOnly = t.Path, t.Memory, t.ReadOnly
+	conn.private = api.Private(c, dialect)
 	conn.drvBase = mattn.For(c.BaseDriver)
 	conn.base = conn.drvBase.(*mattn.Base).Driver()
 	conn.drv = &Driver{c: conn}

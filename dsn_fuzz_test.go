@@ -36,12 +36,12 @@ func FuzzParseDSN(f *testing.F) {
 		if again := c2.FormatDSN(); again != formatted {
 			t.Fatalf("FormatDSN not stable for %q: %q then %q", dsn, formatted, again)
 		}
-		if err := c.Clone().validate(); err != nil {
+		if err := validate(c.Clone()); err != nil {
 			t.Fatalf("validate of ParseDSN(%q): %v", dsn, err)
 		}
 
 		// go-sqlite3 must be able to read what it gets.
-		withDefaults := c.sqliteDSNWithDefaults()
+		withDefaults := sqliteDSNWithDefaults(c)
 		if !strings.HasPrefix(withDefaults, c.SQLiteDSN) {
 			t.Fatalf("sqliteDSNWithDefaults(%q) = %q changed the caller's bytes", c.SQLiteDSN, withDefaults)
 		}
@@ -50,11 +50,11 @@ func FuzzParseDSN(f *testing.F) {
 				t.Fatalf("go-sqlite3 could not parse the query of %q: %v", withDefaults, err)
 			}
 		}
-		path, _, _ := c.location()
-		if path == "" && !c.private() {
+		path, _, _ := location(c)
+		if path == "" && !private(c) {
 			t.Fatalf("ParseDSN(%q): a temporary database not taken as private", dsn)
 		}
-		if c.private() && (c.Migrations != "" || c.MigrationsFS != nil || c.Migrator != nil) {
+		if private(c) && (c.Migrations != "" || c.MigrationsFS != nil || c.Migrator != nil) {
 			t.Fatalf("ParseDSN(%q) accepted migrations on a private database", dsn)
 		}
 	})

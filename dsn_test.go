@@ -281,7 +281,7 @@ func TestConfigValidate(t *testing.T) {
 		}{"priority", cfg("x.db", func(c *Config) { c.Priority = int(wide) }), `cleolease: Config.Priority has bad value "1099511627776": not a 32-bit integer`})
 	}
 	for _, tt := range tests {
-		err := tt.c.validate()
+		err := validate(tt.c)
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s: validate: %v", tt.name, err)
@@ -291,7 +291,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 
 	c := cfg("x.db", func(c *Config) { c.MigrationsTable = "" })
-	if err := c.validate(); err != nil || c.MigrationsTable != DefaultMigrationsTable {
+	if err := validate(c); err != nil || c.MigrationsTable != DefaultMigrationsTable {
 		t.Errorf("validate with empty MigrationsTable: err %v, table %q; want nil, %q", err, c.MigrationsTable, DefaultMigrationsTable)
 	}
 }
@@ -353,7 +353,7 @@ func TestLocation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := cfg(tt.dsn)
-		path, memory, readOnly := c.location()
+		path, memory, readOnly := location(c)
 		if path != tt.path || memory != tt.memory || readOnly != tt.readOnly {
 			t.Errorf("location(%q) = %q, %v, %v; want %q, %v, %v", tt.dsn, path, memory, readOnly, tt.path, tt.memory, tt.readOnly)
 		}
@@ -381,7 +381,7 @@ func TestDefaultsAppended(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := cfg(tt.dsn)
-		got := c.sqliteDSNWithDefaults()
+		got := sqliteDSNWithDefaults(c)
 		if got != tt.want {
 			t.Errorf("sqliteDSNWithDefaults(%q) = %q, want %q", tt.dsn, got, tt.want)
 		}
@@ -415,7 +415,7 @@ func TestDefaultsAppliedByGoSQLite3(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseDSN(%q): %v", tt.dsn, err)
 		}
-		db, err := sql.Open("sqlite3", c.sqliteDSNWithDefaults())
+		db, err := sql.Open("sqlite3", sqliteDSNWithDefaults(c))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +437,7 @@ func TestDefaultsAppliedByGoSQLite3(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, tt.file)); err != nil {
 			t.Errorf("%q: %v", tt.dsn, err)
 		}
-		if path, _, _ := c.location(); path != filepath.Join(dir, tt.file) {
+		if path, _, _ := location(c); path != filepath.Join(dir, tt.file) {
 			t.Errorf("location(%q) = %q, want %q", tt.dsn, path, filepath.Join(dir, tt.file))
 		}
 	}
@@ -500,7 +500,7 @@ func TestPrivateDatabasesAccepted(t *testing.T) {
 			t.Errorf("ParseDSN(%q): %v", tc.dsn, err)
 			continue
 		}
-		if got := c.private(); got != tc.private {
+		if got := private(c); got != tc.private {
 			t.Errorf("ParseDSN(%q).private() = %v, want %v", tc.dsn, got, tc.private)
 		}
 	}

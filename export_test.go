@@ -8,7 +8,7 @@ func EffectiveSQLiteDSN(dsn string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cfg.sqliteDSNWithDefaults(), nil
+	return sqliteDSNWithDefaults(cfg), nil
 }
 
 // EffectiveReadOnlySQLiteDSN returns the DSN a connection that SQLite
@@ -19,5 +19,5 @@ func EffectiveReadOnlySQLiteDSN(dsn string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cfg.sqliteDSN(false), nil
+	return sqliteDSN(cfg, false), nil
 }

@@ -1,4 +1,4 @@
-package cleolease
+package api
 
 // How a Config's fields get their defaults.
 //
@@ -16,11 +16,11 @@ package cleolease
 // NewConfig or ParseDSN (a literal) its default, and marks c explicit, so
 // that applying it again changes nothing. A Config from NewConfig or
 // ParseDSN is left as it is: its zeros were chosen.
-func (c *Config) applyDefaults() {
+func (c *Config[D]) applyDefaults() {
 	if c.explicit {
 		return
 	}
-	def := NewConfig()
+	def := NewConfig[D]()
 	if c.Mode == "" {
 		c.Mode = def.Mode
 	}
