@@ -2,6 +2,7 @@ package base_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -26,7 +27,12 @@ func TestEngineOverModernc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	open := true
+	t.Cleanup(func() {
+		if open {
+			e.Close()
+		}
+	})
 
 	h, err := e.Acquire(ctx, "s", "l", lease.AcquireOptions{Wait: time.Minute, Require: true})
 	if err != nil {
@@ -76,4 +82,31 @@ func TestEngineOverModernc(t *testing.T) {
 	if s := e.Stats(); s.Grants != n+1 || s.Fenced != 0 || s.Lost != 0 {
 		t.Fatalf("stats %+v: want %d grants, none fenced or lost", s, n+1)
 	}
+
+	// Once every connection is closed the file is quiet (no -wal): Inspect
+	// reads it through an immutable connection and creates no side file.
+	db.Close()
+	open = false
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	quiet := func(when string) {
+		t.Helper()
+		for _, f := range []string{p + "-wal", p + "-shm", p + "-journal"} {
+			if _, err := os.Lstat(f); err == nil {
+				t.Fatalf("%s: %s exists", when, f)
+			}
+		}
+	}
+	quiet("after the last close")
+	lanes, err = lease.Inspect(ctx, b, p, "", nil)
+	if err != nil || len(lanes) != 2 {
+		t.Fatalf("Inspect of the quiet file: %+v, %v; want two lanes", lanes, err)
+	}
+	for _, l := range lanes {
+		if l.Holder != nil || (l.Scope == "s" && l.Epoch != h.Epoch()) {
+			t.Fatalf("Inspect of the quiet file: %+v; want every lane free, s/l at epoch %d", lanes, h.Epoch())
+		}
+	}
+	quiet("after Inspect")
 }
