@@ -172,189 +172,189 @@ const (
 // applies their defaults.
 func leaseParams[D any]() []leaseParam[D] {
 	return []leaseParam[D]{
-	{
-		name: "_lease_lane", field: "Lane", kind: "string", def: DefaultLane,
-		doc: "lane of writes whose context names none (WithLane)",
-		set: func(c *Config[D], v string) string { return setNonEmpty(&c.Lane, v) },
-		get: func(c *Config[D]) string { return c.Lane },
-	},
-	{
-		name: "_lease_linger", field: "Linger", kind: "Go duration", def: DefaultLinger.String(),
-		doc: "how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues",
-		set: func(c *Config[D], v string) string { return setNonNegative(&c.Linger, v) },
-		get: func(c *Config[D]) string { return c.Linger.String() },
-	},
-	{
-		name: "_lease_mode", field: "Mode", kind: "`off` \\| `local` \\| `require`", def: string(ModeLocal),
-		doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`. On a LiteFS mount `local` fails as `require` does.",
-		set: func(c *Config[D], v string) string {
-			switch m := Mode(v); m {
-			case ModeOff, ModeLocal, ModeRequire:
-				c.Mode = m
+		{
+			name: "_lease_lane", field: "Lane", kind: "string", def: DefaultLane,
+			doc: "lane of writes whose context names none (WithLane)",
+			set: func(c *Config[D], v string) string { return setNonEmpty(&c.Lane, v) },
+			get: func(c *Config[D]) string { return c.Lane },
+		},
+		{
+			name: "_lease_linger", field: "Linger", kind: "Go duration", def: DefaultLinger.String(),
+			doc: "how long an idle holder keeps the lease row while nobody waits, so the next transaction pays no claim; handed over at once when a waiter queues",
+			set: func(c *Config[D], v string) string { return setNonNegative(&c.Linger, v) },
+			get: func(c *Config[D]) string { return c.Linger.String() },
+		},
+		{
+			name: "_lease_mode", field: "Mode", kind: "`off` \\| `local` \\| `require`", def: string(ModeLocal),
+			doc: "`off`: pure pass-through, no lease tables. `local`: after `_lease_wait`, proceed without the lease (a *degraded* grant: logged at warning level and counted; never caused by a cancelled context). `require`: after `_lease_wait`, fail with `ErrLeaseUnavailable`. On a LiteFS mount `local` fails as `require` does.",
+			set: func(c *Config[D], v string) string {
+				switch m := Mode(v); m {
+				case ModeOff, ModeLocal, ModeRequire:
+					c.Mode = m
+					return ""
+				}
+				return "must be off, local or require"
+			},
+			get: func(c *Config[D]) string { return string(c.Mode) },
+		},
+		{
+			name: "_lease_network_fs", field: "NetworkFS", kind: "`refuse` \\| `allow`", def: string(NetworkFSRefuse),
+			doc: "a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's \"Beyond one host\" says. `_lease_mode=off` and read-only opens are never refused.",
+			set: func(c *Config[D], v string) string {
+				switch p := NetworkFS(v); p {
+				case NetworkFSAllow, NetworkFSRefuse:
+					c.NetworkFS = p
+					return ""
+				}
+				return "must be allow or refuse"
+			},
+			get: func(c *Config[D]) string {
+				if c.NetworkFS == "" {
+					return string(NetworkFSRefuse)
+				}
+				return string(c.NetworkFS)
+			},
+		},
+		{
+			name: "_lease_priority", field: "Priority", kind: "integer", def: strconv.Itoa(DefaultPriority),
+			doc: "queue priority, **lower is served first** (WithPriority overrides it per call)",
+			set: func(c *Config[D], v string) string {
+				n, err := strconv.ParseInt(v, 10, 32)
+				if err != nil {
+					return "not a 32-bit integer"
+				}
+				c.Priority = int(n)
 				return ""
-			}
-			return "must be off, local or require"
+			},
+			get: func(c *Config[D]) string { return strconv.Itoa(c.Priority) },
 		},
-		get: func(c *Config[D]) string { return string(c.Mode) },
-	},
-	{
-		name: "_lease_network_fs", field: "NetworkFS", kind: "`refuse` \\| `allow`", def: string(NetworkFSRefuse),
-		doc: "a database on a network filesystem (NFS, SMB/CIFS, 9p, AFS, Ceph, Lustre, …) is refused at the first connect with `*NetworkFSError`; `allow` opens it anyway, with a warning, and gives up what the README's \"Beyond one host\" says. `_lease_mode=off` and read-only opens are never refused.",
-		set: func(c *Config[D], v string) string {
-			switch p := NetworkFS(v); p {
-			case NetworkFSAllow, NetworkFSRefuse:
-				c.NetworkFS = p
+		{
+			name: "_lease_quiet", field: "Quiet", kind: "bool", def: "false",
+			doc: "`true`: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to `Config.Logger`, else to `slog.Default()`. A discarding `Config.Logger` (`slog.New(slog.DiscardHandler)`) silences them too.",
+			set: func(c *Config[D], v string) string {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return "not a boolean"
+				}
+				c.Quiet = b
 				return ""
-			}
-			return "must be allow or refuse"
+			},
+			get: func(c *Config[D]) string { return strconv.FormatBool(c.Quiet) },
 		},
-		get: func(c *Config[D]) string {
-			if c.NetworkFS == "" {
-				return string(NetworkFSRefuse)
-			}
-			return string(c.NetworkFS)
+		{
+			name: "_lease_scope", field: "Scope", kind: "string", def: DefaultScope,
+			doc: "scope of writes whose context names none (WithLane)",
+			set: func(c *Config[D], v string) string { return setNonEmpty(&c.Scope, v) },
+			get: func(c *Config[D]) string { return c.Scope },
 		},
-	},
-	{
-		name: "_lease_priority", field: "Priority", kind: "integer", def: strconv.Itoa(DefaultPriority),
-		doc: "queue priority, **lower is served first** (WithPriority overrides it per call)",
-		set: func(c *Config[D], v string) string {
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return "not a 32-bit integer"
-			}
-			c.Priority = int(n)
-			return ""
-		},
-		get: func(c *Config[D]) string { return strconv.Itoa(c.Priority) },
-	},
-	{
-		name: "_lease_quiet", field: "Quiet", kind: "bool", def: "false",
-		doc: "`true`: log nothing. Otherwise warnings (a degraded grant, naming the file, lane, wait and holder; a FUSE or allowed network filesystem; pending migrations on a read-only file) go to `Config.Logger`, else to `slog.Default()`. A discarding `Config.Logger` (`slog.New(slog.DiscardHandler)`) silences them too.",
-		set: func(c *Config[D], v string) string {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return "not a boolean"
-			}
-			c.Quiet = b
-			return ""
-		},
-		get: func(c *Config[D]) string { return strconv.FormatBool(c.Quiet) },
-	},
-	{
-		name: "_lease_scope", field: "Scope", kind: "string", def: DefaultScope,
-		doc: "scope of writes whose context names none (WithLane)",
-		set: func(c *Config[D], v string) string { return setNonEmpty(&c.Scope, v) },
-		get: func(c *Config[D]) string { return c.Scope },
-	},
-	{
-		name: "_lease_sidecar_dir", field: "SidecarDir", kind: "absolute directory", def: "",
-		doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory, or none: each records where it keeps them in the database (table `_writer_sidecar`), and one that finds another place recorded by a process still at work refuses its writes with `ErrSidecarDir` (as where the filesystem ignores the liveness files' locks). Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in `$TMPDIR/cleolease` (`/tmp/cleolease`), proven the same way.",
-		set: func(c *Config[D], v string) string {
-			if !filepath.IsAbs(v) {
-				return "must be an absolute directory path"
-			}
-			c.SidecarDir = v
-			return ""
-		},
-		get: func(c *Config[D]) string { return c.SidecarDir },
-	},
-	{
-		name: "_lease_slice", field: "Slice", kind: "Go duration", def: DefaultSlice.String(),
-		doc: "how long a holder may keep the lane for more of its own work (queued, or a writer that comes straight back; at least two of its transactions) while another process waits; `0` is strict FIFO",
-		set: func(c *Config[D], v string) string { return setNonNegative(&c.Slice, v) },
-		get: func(c *Config[D]) string { return c.Slice.String() },
-	},
-	{
-		name: "_lease_steal_after_ttl", field: "StealAfterTTL", kind: "bool", def: "false",
-		doc: "opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.",
-		set: func(c *Config[D], v string) string {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return "not a boolean"
-			}
-			c.StealAfterTTL = b
-			return ""
-		},
-		get: func(c *Config[D]) string { return strconv.FormatBool(c.StealAfterTTL) },
-	},
-	{
-		name: "_lease_ttl", field: "TTL", kind: "Go duration", def: DefaultTTL.String(),
-		doc: "written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).",
-		set: func(c *Config[D], v string) string {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return reasonDuration
-			}
-			if d <= 0 {
-				return "must be positive"
-			}
-			c.TTL = d
-			return ""
-		},
-		get: func(c *Config[D]) string { return c.TTL.String() },
-	},
-	{
-		name: "_lease_wait", field: "Wait", kind: "Go duration", def: DefaultWait.String(),
-		doc: "longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms without a hand-off of the lane) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)",
-		set: func(c *Config[D], v string) string { return setNonNegative(&c.Wait, v) },
-		get: func(c *Config[D]) string { return c.Wait.String() },
-	},
-	{
-		name: "_migrations", field: "Migrations", kind: "string", def: "",
-		doc: "golang-migrate source URL (`file://dir`); a directory path, if the value has a path separator or starts with `.` (`./migrations`, `/srv/app/migrations`; relative to the working directory); otherwise a name registered with `RegisterMigrations` or `RegisterMigrator`. `cleolease migrate --source` reads a value the same way.",
-		set: func(c *Config[D], v string) string { return setNonEmpty(&c.Migrations, v) },
-		get: func(c *Config[D]) string { return c.Migrations },
-	},
-	{
-		name: "_migrations_no_tx_wrap", field: "MigrationsNoTxWrap", kind: "bool", def: "false",
-		doc: "run each migration file without the per-file transaction (files with their own `BEGIN`/`COMMIT` or `PRAGMA`s)",
-		set: func(c *Config[D], v string) string {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return "not a boolean"
-			}
-			c.MigrationsNoTxWrap = b
-			return ""
-		},
-		get: func(c *Config[D]) string { return strconv.FormatBool(c.MigrationsNoTxWrap) },
-	},
-	{
-		name: "_migrations_replica", field: "MigrationsReplica", kind: "`open` \\| `wait`", def: string(ReplicaOpen),
-		doc: "what the first connect does on a LiteFS replica whose copy of the database is behind this program's migrations (which cannot run there): `open` opens it, with a warning naming the file and both versions; reads work and writes fail with `*ReplicaError`. `wait` waits, bounded by the connect's context, until the primary's migration has reached the replica.",
-		set: func(c *Config[D], v string) string {
-			switch r := ReplicaMigrations(v); r {
-			case ReplicaOpen, ReplicaWait:
-				c.MigrationsReplica = r
+		{
+			name: "_lease_sidecar_dir", field: "SidecarDir", kind: "absolute directory", def: "",
+			doc: "where the liveness files live (the sidecar `<db>-cleolease`, or the portable tier's `<db>-cleolease.d`), named after the database's file name and identity, instead of beside the database. Every process that opens the file must give the same directory, or none: each records where it keeps them in the database (table `_writer_sidecar`), and one that finds another place recorded by a process still at work refuses its writes with `ErrSidecarDir` (as where the filesystem ignores the liveness files' locks). Not needed on LiteFS: given none, a database on a LiteFS mount keeps them in `$TMPDIR/cleolease` (`/tmp/cleolease`), proven the same way.",
+			set: func(c *Config[D], v string) string {
+				if !filepath.IsAbs(v) {
+					return "must be an absolute directory path"
+				}
+				c.SidecarDir = v
 				return ""
-			}
-			return "must be open or wait"
+			},
+			get: func(c *Config[D]) string { return c.SidecarDir },
 		},
-		get: func(c *Config[D]) string {
-			if c.MigrationsReplica == "" {
-				return string(ReplicaOpen)
-			}
-			return string(c.MigrationsReplica)
+		{
+			name: "_lease_slice", field: "Slice", kind: "Go duration", def: DefaultSlice.String(),
+			doc: "how long a holder may keep the lane for more of its own work (queued, or a writer that comes straight back; at least two of its transactions) while another process waits; `0` is strict FIFO",
+			set: func(c *Config[D], v string) string { return setNonNegative(&c.Slice, v) },
+			get: func(c *Config[D]) string { return c.Slice.String() },
 		},
-	},
-	{
-		name: "_migrations_table", field: "MigrationsTable", kind: "identifier", def: DefaultMigrationsTable,
-		doc: "golang-migrate version table",
-		set: func(c *Config[D], v string) string {
-			if !ValidTableName(v) {
-				return "not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)"
-			}
-			c.MigrationsTable = v
-			return ""
+		{
+			name: "_lease_steal_after_ttl", field: "StealAfterTTL", kind: "bool", def: "false",
+			doc: "opt-in: a waiter may take over a lane whose holder is alive but whose heartbeat is older than its TTL (a hung holder). Its later commits are fenced; its side effects outside the database are not.",
+			set: func(c *Config[D], v string) string {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return "not a boolean"
+				}
+				c.StealAfterTTL = b
+				return ""
+			},
+			get: func(c *Config[D]) string { return strconv.FormatBool(c.StealAfterTTL) },
 		},
-		get: func(c *Config[D]) string {
-			if c.MigrationsTable == "" {
-				return DefaultMigrationsTable // validate fills it in
-			}
-			return c.MigrationsTable
+		{
+			name: "_lease_ttl", field: "TTL", kind: "Go duration", def: DefaultTTL.String(),
+			doc: "written to `ttl_ms`; the heartbeat runs every TTL/3. A live holder is never robbed because of its TTL (unless `_lease_steal_after_ttl`).",
+			set: func(c *Config[D], v string) string {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return reasonDuration
+				}
+				if d <= 0 {
+					return "must be positive"
+				}
+				c.TTL = d
+				return ""
+			},
+			get: func(c *Config[D]) string { return c.TTL.String() },
 		},
-	},
-}
+		{
+			name: "_lease_wait", field: "Wait", kind: "Go duration", def: DefaultWait.String(),
+			doc: "longest wait for a grant before degrade (`local`) or error (`require`); a waiter that had written its queue row (after 100 ms without a hand-off of the lane) leaves the queue with a write, which can add up to the holder's current transaction (at most 5 s)",
+			set: func(c *Config[D], v string) string { return setNonNegative(&c.Wait, v) },
+			get: func(c *Config[D]) string { return c.Wait.String() },
+		},
+		{
+			name: "_migrations", field: "Migrations", kind: "string", def: "",
+			doc: "golang-migrate source URL (`file://dir`); a directory path, if the value has a path separator or starts with `.` (`./migrations`, `/srv/app/migrations`; relative to the working directory); otherwise a name registered with `RegisterMigrations` or `RegisterMigrator`. `cleolease migrate --source` reads a value the same way.",
+			set: func(c *Config[D], v string) string { return setNonEmpty(&c.Migrations, v) },
+			get: func(c *Config[D]) string { return c.Migrations },
+		},
+		{
+			name: "_migrations_no_tx_wrap", field: "MigrationsNoTxWrap", kind: "bool", def: "false",
+			doc: "run each migration file without the per-file transaction (files with their own `BEGIN`/`COMMIT` or `PRAGMA`s)",
+			set: func(c *Config[D], v string) string {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return "not a boolean"
+				}
+				c.MigrationsNoTxWrap = b
+				return ""
+			},
+			get: func(c *Config[D]) string { return strconv.FormatBool(c.MigrationsNoTxWrap) },
+		},
+		{
+			name: "_migrations_replica", field: "MigrationsReplica", kind: "`open` \\| `wait`", def: string(ReplicaOpen),
+			doc: "what the first connect does on a LiteFS replica whose copy of the database is behind this program's migrations (which cannot run there): `open` opens it, with a warning naming the file and both versions; reads work and writes fail with `*ReplicaError`. `wait` waits, bounded by the connect's context, until the primary's migration has reached the replica.",
+			set: func(c *Config[D], v string) string {
+				switch r := ReplicaMigrations(v); r {
+				case ReplicaOpen, ReplicaWait:
+					c.MigrationsReplica = r
+					return ""
+				}
+				return "must be open or wait"
+			},
+			get: func(c *Config[D]) string {
+				if c.MigrationsReplica == "" {
+					return string(ReplicaOpen)
+				}
+				return string(c.MigrationsReplica)
+			},
+		},
+		{
+			name: "_migrations_table", field: "MigrationsTable", kind: "identifier", def: DefaultMigrationsTable,
+			doc: "golang-migrate version table",
+			set: func(c *Config[D], v string) string {
+				if !ValidTableName(v) {
+					return "not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*)"
+				}
+				c.MigrationsTable = v
+				return ""
+			},
+			get: func(c *Config[D]) string {
+				if c.MigrationsTable == "" {
+					return DefaultMigrationsTable // validate fills it in
+				}
+				return c.MigrationsTable
+			},
+		},
+	}
 }
 
 // lookupLeaseParam returns the cleolease parameter called name, or nil.
@@ -477,7 +477,6 @@ func (c *Config[D]) FormatDSN() string {
 	}
 	return b.String()
 }
-
 
 // Validate checks a Config, parsed or built by hand, with the rules
 // ParseDSN applies, after giving a literal's zero fields their defaults

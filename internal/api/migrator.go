@@ -44,4 +44,3 @@ type MigratorFunc func(ctx context.Context, db *sql.DB) error
 
 // Migrate calls f(ctx, db).
 func (f MigratorFunc) Migrate(ctx context.Context, db *sql.DB) error { return f(ctx, db) }
-
