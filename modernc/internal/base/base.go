@@ -54,7 +54,7 @@ func ReadError(err error) (sqlbase.ErrorCode, bool) {
 	if !errors.As(err, &se) || se == nil {
 		return sqlbase.ErrorCode{}, false
 	}
-	return sqlbase.ErrorCode{Code: se.Code() & 0xff, Extended: se.Code(), Message: se.Error()}, true
+	return sqlbase.ErrorCode{Code: se.Code() & 0xff, Extended: se.Code(), Message: se.Error(), Err: se}, true
 }
 
 // Base opens the engine's connections for applications whose connections
