@@ -3,11 +3,7 @@ package cleolease
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
 
-	"github.com/cleocode/cleolease/internal/leasectx"
-	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/writer"
 )
 
@@ -80,52 +76,4 @@ func Break(ctx context.Context, db *sql.DB, scope, lane string, force bool) (*Ho
 // writer.Status.
 func Status(ctx context.Context, db *sql.DB) ([]LaneStatus, error) {
 	return writer.Status(ctx, db)
-}
-
-// The shared API finds this package's connectors behind a *sql.DB.
-func init() {
-	leasectx.RegisterFinder(func(d driver.Driver) (leasectx.Connector, bool) {
-		if dd, ok := d.(*Driver); ok && dd.c != nil {
-			return sharedConnector{dd.c}, true
-		}
-		return nil, false
-	})
-}
-
-// sharedConnector is a Connector as package writer sees it
-// (leasectx.Connector).
-type sharedConnector struct{ c *Connector }
-
-func (s sharedConnector) Leased() bool          { return s.c.leased() }
-func (s sharedConnector) Engine() *lease.Engine { return s.c.Engine() }
-func (s sharedConnector) Acquire(ctx context.Context) (*lease.Hold, error) {
-	return s.c.acquire(ctx, nil)
-}
-
-// acquire takes the lease for a write made with ctx: nil when the write
-// takes none (opted out), a Hold otherwise (degraded in mode local at the
-// wait bound). A context that ends while waiting returns exactly
-// ctx.Err().
-//
-// confirm, when not nil, is the connection of the write transaction the
-// caller opens next: a waiter told of its grant opens it and confirms the
-// grant there (lease.AcquireOptions.Confirm; the Hold is then Begun).
-func (c *Connector) acquire(ctx context.Context, confirm lease.Confirmer) (*lease.Hold, error) {
-	if leasectx.NoLease(ctx) {
-		return nil, nil
-	}
-	e := c.Engine()
-	if e == nil {
-		return nil, ErrEngineNotOpen
-	}
-	prio := leasectx.Priority(ctx, c.cfg.Priority)
-	scope, lane := leasectx.Lane(ctx, c.cfg.Scope, c.cfg.Lane)
-	h, err := e.Acquire(ctx, scope, lane, lease.AcquireOptions{Priority: prio, Wait: c.cfg.Wait, Require: c.cfg.Mode == ModeRequire, Confirm: confirm})
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		// database/sql and go-sqlite3 return the context's error itself,
-		// and callers compare it with ==; the detail goes to the log.
-		c.log.DebugContext(context.WithoutCancel(ctx), "cleolease: gave up waiting for the writer lease", "err", err)
-		return nil, ctx.Err()
-	}
-	return h, c.writeErr(err)
 }

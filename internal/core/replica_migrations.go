@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 // Migrations on a LiteFS replica: they cannot run there (the replica
 // refuses writes), so a process whose migrations are ahead of the

@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/testdir"
+	"github.com/cleocode/cleolease/writer"
 )
 
 // fakeFS makes detectFileSystem report info for dir (and nothing else:
@@ -259,12 +260,12 @@ func TestNetworkFSParam(t *testing.T) {
 	cfg := NewConfig()
 	cfg.SQLiteDSN = "a.db"
 	cfg.NetworkFS = "" // a hand-built Config: empty means refuse
-	if _, err := NewConnector(cfg); err != nil {
+	if _, err := NewConnector(cfg, dialect, nil); err != nil {
 		t.Errorf("empty NetworkFS: %v", err)
 	}
 	cfg.NetworkFS = "sometimes"
 	var cerr *ConfigError // a Config's error names the Config field (issue 16, item 1)
-	if _, err := NewConnector(cfg); !errors.As(err, &cerr) || cerr.Field != "NetworkFS" {
+	if _, err := NewConnector(cfg, dialect, nil); !errors.As(err, &cerr) || cerr.Field != "NetworkFS" {
 		t.Errorf("bad NetworkFS: %v", err)
 	}
 }
@@ -309,7 +310,7 @@ func TestNetworkFSOptInNeverReclaimsRemoteRows(t *testing.T) {
 				if !errors.Is(err, ErrLeaseUnavailable) {
 					t.Fatalf("write while another host holds the lane = %v, want ErrLeaseUnavailable", err)
 				}
-				if _, err := Break(context.Background(), db, "main", "default", true); err != nil {
+				if _, err := writer.Break(context.Background(), db, "main", "default", true); err != nil {
 					t.Fatalf("forced Break: %v", err)
 				}
 				if _, err := db.Exec(`INSERT INTO t VALUES (2)`); err != nil {

@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 import (
 	"context"
@@ -14,9 +14,12 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/migrate"
+	"github.com/cleocode/cleolease/writer"
 )
 
 // A LiteFS replica is imitated with the OS's answers injected: every
@@ -39,11 +42,11 @@ func replicaFile(t *testing.T) string {
 }
 
 // refusingDriver is a base driver whose connections refuse every write.
-func refusingDriver() *sqlite3.SQLiteDriver {
-	return &sqlite3.SQLiteDriver{ConnectHook: func(sc *sqlite3.SQLiteConn) error {
+func refusingDriver() sqlbase.Driver {
+	return mattn.For(&sqlite3.SQLiteDriver{ConnectHook: func(sc *sqlite3.SQLiteConn) error {
 		_, err := sc.Exec("PRAGMA query_only = 1", nil)
 		return err
-	}}
+	}})
 }
 
 // injectPrimary makes readPrimary answer primary (ok false: no .primary
@@ -126,7 +129,7 @@ func TestReplicaReadsAndTypedWriteErrors(t *testing.T) {
 	check("Exec", err, "node-a")
 	_, err = db.BeginTx(ctx, nil)
 	check("BeginTx", err, "node-a")
-	_, err = AcquireLease(ctx, db)
+	_, err = writer.AcquireLease(ctx, db)
 	check("AcquireLease", err, "node-a")
 	_, err = db.QueryContext(ctx, `INSERT INTO t VALUES (3) RETURNING x`)
 	check("Query with RETURNING", err, "node-a")

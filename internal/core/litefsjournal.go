@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // warnLiteFSJournal logs a warning when the database is on a LiteFS
 // mount and the DSN sets a journal mode other than WAL.
 func (c *Connector) warnLiteFSJournal(ctx context.Context) {
-	if m := dialect.JournalMode(c.cfg.SQLiteDSN); m != "" && m != "WAL" {
+	if m := c.dialect.JournalMode(c.cfg.SQLiteDSN); m != "" && m != "WAL" {
 		c.log.LogAttrs(ctx, slog.LevelWarn, "cleolease: database on a LiteFS mount in rollback-journal mode: LiteFS is far slower there than in WAL mode (see the README, Beyond one host); remove _journal_mode to get WAL",
 			slog.String("file", c.path), slog.String("journal_mode", m))
 	}

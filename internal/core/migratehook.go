@@ -1,18 +1,6 @@
-package cleolease
+package core
 
-import (
-	"sync"
-
-	"github.com/cleocode/cleolease/writer"
-)
-
-// Migrator migrates a database with a tool of its own (ent, goose,
-// atlas, hand-written DDL) at the cold open, under the cold-open lease:
-// writer.Migrator.
-type Migrator = writer.Migrator
-
-// MigratorFunc adapts a function to a Migrator: writer.MigratorFunc.
-type MigratorFunc = writer.MigratorFunc
+import "sync"
 
 var (
 	migratorsMu sync.RWMutex

@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 // LiteFS replicas. On a LiteFS replica the database opens read-write,
 // reads work, and every write is refused by LiteFS with EACCES, which

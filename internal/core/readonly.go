@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 // Read-only opens. go-sqlite3 opens every file with SQLITE_OPEN_READWRITE,
 // and SQLite falls back to opening it read-only when the OS refuses write
@@ -74,7 +74,7 @@ func (c *Connector) warnPendingReadOnly(ctx context.Context, dsn string) {
 	}
 	st := migrate.Status{}
 	if err == nil {
-		st, err = migrate.Version(ctx, migrate.Options{DSN: dsn, Driver: c.base, SourceURL: url, FS: fsys, Table: c.cfg.MigrationsTable})
+		st, err = migrate.Version(ctx, migrate.Options{DSN: dsn, Driver: migrateDriver(c.drvBase), SourceURL: url, FS: fsys, Table: c.cfg.MigrationsTable})
 	}
 	switch {
 	case err != nil:

@@ -1,4 +1,4 @@
-package cleolease
+package core
 
 // The sqlmw layer. cleolease is a driver that sqlmw (github.com/ngrok/sqlmw)
 // wraps: sqlmw.Driver(innerDriver, interceptor) is the driver each
