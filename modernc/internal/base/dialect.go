@@ -29,8 +29,8 @@ package base
 //     sqlite3_open_v2, the others after it has created the file. Unknown
 //     keys are ignored.
 //
-// The SQLite URI model (parseSQLiteURI, sqliteBool, memdbShared) is a copy
-// of the go-sqlite3 dialect's in the root module's sqlitedsn.go.
+// SQLite's reading of a "file:" URI is the root module's (internal/sqlbase
+// ParseURI, URIBool, MemdbShared), shared by every base.
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func (Dialect) Check(dsn string) error {
 		return &sqlbase.ParamError{Param: key, Reason: "the DSN has an empty path before '?': modernc would open a file named after the whole DSN and apply none of its parameters"}
 	}
 	if isURI {
-		_, opts, err := parseSQLiteURI(dsn)
+		_, opts, err := sqlbase.ParseURI(dsn)
 		if err != nil {
 			return err
 		}
@@ -455,7 +455,7 @@ func analyze(dsn string) (t sqlbase.Target, q url.Values, err error) {
 			name = dsn[:pos]
 		}
 	}
-	if v, _ := setting(q, "query_only"); sqliteBool(v) {
+	if v, _ := setting(q, "query_only"); sqlbase.URIBool(v) {
 		t.ReadOnly = true
 	}
 	if v, _ := setting(q, "locking_mode"); strings.EqualFold(v, "EXCLUSIVE") || strings.EqualFold(v, "NORMAL") {
@@ -464,10 +464,10 @@ func analyze(dsn string) (t sqlbase.Target, q url.Values, err error) {
 	if !strings.HasPrefix(name, "file:") {
 		t.Path, t.VFS = name, vfs
 		t.Memory = name == ":memory:" || vfs == "memdb"
-		t.Shared = name != ":memory:" && vfs == "memdb" && memdbShared(name)
+		t.Shared = name != ":memory:" && vfs == "memdb" && sqlbase.MemdbShared(name)
 		return t, q, err
 	}
-	path, opts, uerr := parseSQLiteURI(name)
+	path, opts, uerr := sqlbase.ParseURI(name)
 	if uerr != nil {
 		return t, q, uerr
 	}
@@ -492,8 +492,8 @@ func analyze(dsn string) (t sqlbase.Target, q url.Values, err error) {
 			}
 		}
 	}
-	t.ReadOnly = t.ReadOnly || mode == "ro" || sqliteBool(immutable)
-	t.NoLock = sqliteBool(nolock)
+	t.ReadOnly = t.ReadOnly || mode == "ro" || sqlbase.URIBool(immutable)
+	t.NoLock = sqlbase.URIBool(nolock)
 	t.VFS = vfs
 	switch {
 	case path == ":memory:" || mode == "memory":
@@ -501,7 +501,7 @@ func analyze(dsn string) (t sqlbase.Target, q url.Values, err error) {
 		t.Shared = cache == "shared"
 	case vfs == "memdb":
 		t.Memory = true
-		t.Shared = memdbShared(path)
+		t.Shared = sqlbase.MemdbShared(path)
 	}
 	return t, q, err
 }
@@ -564,132 +564,4 @@ func (Dialect) JournalMode(dsn string) string {
 		return v
 	}
 	return ""
-}
-
-// memdbShared reports whether SQLite's memdb VFS shares a database called
-// name between connections (names of two or more bytes starting with '/').
-func memdbShared(name string) bool {
-	return len(name) > 1 && (name[0] == '/' || name[0] == '\\')
-}
-
-// sqliteBool is sqlite3_uri_boolean's reading of a value (default false),
-// which is also how SQLite reads a PRAGMA's boolean argument.
-func sqliteBool(v string) bool {
-	if v != "" && '0' <= v[0] && v[0] <= '9' {
-		n := 0
-		for i := 0; i < len(v) && '0' <= v[i] && v[i] <= '9' && n < 1<<20; i++ {
-			n = n*10 + int(v[i]-'0')
-		}
-		return n != 0
-	}
-	switch strings.ToLower(v) {
-	case "on", "yes", "true":
-		return true
-	}
-	return false
-}
-
-// parseSQLiteURI decodes a "file:" URI the way sqlite3ParseUri does without
-// SQLITE_ALLOW_URI_AUTHORITY (modernc's build): an authority
-// ("file://host/…") must be empty or "localhost"; the path ends at '?' or
-// '#'; the query ends at '#'; %HH escapes are decoded in path, names and
-// values ('+' is not a space), "%00" drops the rest of its part, and an
-// option with an empty name is skipped. It returns the path and the
-// (name, value) options in order.
-func parseSQLiteURI(uri string) (path string, opts [][2]string, err error) {
-	n := len(uri)
-	in := len("file:")
-	if strings.HasPrefix(uri[in:], "//") {
-		in += 2
-		end := in
-		for end < n && uri[end] != '/' {
-			end++
-		}
-		if auth := uri[in:end]; auth != "" && auth != "localhost" {
-			return "", nil, &sqlbase.ParamError{Param: "file: URI authority", Value: auth, Reason: `SQLite accepts only an empty authority or "localhost" (file:///abs/path or file:rel/path)`}
-		}
-		in = end
-	}
-	// out mirrors SQLite's zFile buffer: NUL-separated path, names, values.
-	out := make([]byte, 0, n)
-	last := func() byte {
-		if len(out) == 0 {
-			return 0 // SQLite's buffer is preceded by NULs
-		}
-		return out[len(out)-1]
-	}
-	state := 0 // 0 path, 1 option name, 2 option value
-	for in < n && uri[in] != '#' {
-		c := uri[in]
-		in++
-		switch {
-		case c == '%' && in+1 < n && isHex(uri[in]) && isHex(uri[in+1]):
-			c = unhex(uri[in])<<4 | unhex(uri[in+1])
-			in += 2
-			if c == 0 {
-				for in < n {
-					d := uri[in]
-					if d == '#' || (state == 0 && d == '?') ||
-						(state == 1 && (d == '=' || d == '&')) ||
-						(state == 2 && d == '&') {
-						break
-					}
-					in++
-				}
-				continue
-			}
-		case state == 1 && (c == '&' || c == '='):
-			if last() == 0 {
-				// An empty option name: skip the option.
-				for in < n && uri[in] != '#' && uri[in-1] != '&' {
-					in++
-				}
-				continue
-			}
-			if c == '&' {
-				out = append(out, 0)
-			} else {
-				state = 2
-			}
-			c = 0
-		case (state == 0 && c == '?') || (state == 2 && c == '&'):
-			c = 0
-			state = 1
-		}
-		out = append(out, c)
-	}
-	if state == 1 {
-		out = append(out, 0)
-	}
-	out = append(out, 0, 0, 0, 0)
-	next := func(i int) (string, int) {
-		j := i
-		for out[j] != 0 {
-			j++
-		}
-		return string(out[i:j]), j + 1
-	}
-	path, i := next(0)
-	for i < len(out) && out[i] != 0 {
-		var name, val string
-		name, i = next(i)
-		val, i = next(i)
-		opts = append(opts, [2]string{name, val})
-	}
-	return path, opts, nil
-}
-
-func isHex(b byte) bool {
-	return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F'
-}
-
-func unhex(b byte) byte {
-	switch {
-	case '0' <= b && b <= '9':
-		return b - '0'
-	case 'a' <= b && b <= 'f':
-		return b - 'a' + 10
-	default:
-		return b - 'A' + 10
-	}
 }
