@@ -65,7 +65,7 @@ func (lc *leaseConn) stmtClass(query string, info sqlbase.StmtInfo) class {
 	if k, ok := lc.stmtClasses[query]; ok {
 		return k
 	}
-	k := class{write: !info.Empty && !info.ReadOnly, fenceable: !unfenced[firstKeyword(query)]}
+	k := class{write: !info.Empty && !info.ReadOnly, fenceable: !unfenced[firstKeyword(query)] && info.Runs <= 1}
 	if k.write && k.fenceable && lc.leased() && !writesMain(lc.Conn, query[:len(query)-len(info.Tail)]) {
 		k.write = false // TEMP or an attached database only (see classifySQL)
 	}

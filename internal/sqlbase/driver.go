@@ -28,6 +28,11 @@ type StmtInfo struct {
 	Inputs int
 	// Tail is the rest of the string after the statement, unparsed.
 	Tail string
+	// Runs is how many statements the base runs of the string when it is
+	// prepared as one statement (DescribeStmt): 1 for go-sqlite3, which
+	// runs only the first; every non-empty statement for modernc. Empty,
+	// ReadOnly and Inputs then describe them all. 0 counts as 1.
+	Runs int
 }
 
 // Driver is what cleolease's driver needs of a base, beyond Base, to serve
@@ -38,9 +43,9 @@ type Driver interface {
 	// Open opens an application connection on dsn with the base's driver
 	// as the application configured it (its connection hooks run). With
 	// probe, readOnly reports whether SQLite opened the main database
-	// read-only (sqlite3_db_readonly), asked before the application's own
-	// hook runs (which may install an authorizer that would see the
-	// question). Errors are the base's own, as it returns them.
+	// read-only (sqlite3_db_readonly), asked so that no callback of the
+	// application's (an authorizer its hook installs) sees the question.
+	// Errors are the base's own, as it returns them.
 	Open(dsn string, probe bool) (conn Conn, readOnly bool, err error)
 	// Describe prepares the first statement of query on conn and describes
 	// it, running nothing; a statement SQLite cannot prepare returns the

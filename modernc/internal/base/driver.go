@@ -147,24 +147,29 @@ func describeBlind(conn sqlbase.Conn, query string) (sqlbase.StmtInfo, error) {
 func (b *Base) DescribeStmt(conn sqlbase.Conn, _ driver.Stmt, query string) sqlbase.StmtInfo {
 	info, err := b.Describe(conn, query)
 	if err != nil {
-		return sqlbase.StmtInfo{} // a possible write
+		return sqlbase.StmtInfo{Runs: 2} // a possible write, never fenced alone
+	}
+	runs := 0
+	if !info.Empty {
+		runs = 1
 	}
 	rest, tail := info.Tail, info.Tail
 	for rest != "" {
 		if prepareApplies(rest) {
-			return sqlbase.StmtInfo{Inputs: info.Inputs, Tail: tail}
+			return sqlbase.StmtInfo{Inputs: info.Inputs, Tail: tail, Runs: runs + 1}
 		}
 		next, err := b.Describe(conn, rest)
 		if err != nil {
-			return sqlbase.StmtInfo{Inputs: info.Inputs, Tail: tail}
+			return sqlbase.StmtInfo{Inputs: info.Inputs, Tail: tail, Runs: runs + 1}
 		}
 		switch {
 		case next.Empty:
 		case info.Empty:
-			info, tail = next, next.Tail
+			info, tail, runs = next, next.Tail, 1
 		default:
 			info.ReadOnly = info.ReadOnly && next.ReadOnly
 			info.Inputs = max(info.Inputs, next.Inputs)
+			runs++
 		}
 		if len(next.Tail) >= len(rest) {
 			break // defensive: SQLite always consumes input
@@ -172,6 +177,7 @@ func (b *Base) DescribeStmt(conn sqlbase.Conn, _ driver.Stmt, query string) sqlb
 		rest = next.Tail
 	}
 	info.Tail = tail
+	info.Runs = runs
 	return info
 }
 

@@ -139,7 +139,7 @@ func TestFailsClosedWithoutHandle(t *testing.T) {
 	if _, err := b.Describe(f, "SELEC 1"); err == nil || err.Error() != "fake syntax error" {
 		t.Errorf("Describe of a bad statement: %v; want the driver's error", err)
 	}
-	if got := b.DescribeStmt(f, fakeStmt{}, "SELECT 1"); got != (sqlbase.StmtInfo{}) {
+	if got := b.DescribeStmt(f, fakeStmt{}, "SELECT 1"); got.ReadOnly || got.Empty {
 		t.Errorf("DescribeStmt = %+v; want a write", got)
 	}
 	if b.AutoCommit(f) {
@@ -215,12 +215,12 @@ func TestDescribeStmtCoversScript(t *testing.T) {
 		query string
 		want  sqlbase.StmtInfo
 	}{
-		{"SELECT 1", sqlbase.StmtInfo{ReadOnly: true}},
-		{"SELECT 1; SELECT ?1, ?2;", sqlbase.StmtInfo{ReadOnly: true, Inputs: 2, Tail: " SELECT ?1, ?2;"}},
-		{"SELECT 1; INSERT INTO t VALUES(1)", sqlbase.StmtInfo{Tail: " INSERT INTO t VALUES(1)"}},
-		{" -- c\n; SELECT 1; DELETE FROM t", sqlbase.StmtInfo{Tail: " DELETE FROM t"}},
-		{"CREATE TABLE u(x); SELECT * FROM u", sqlbase.StmtInfo{Tail: " SELECT * FROM u"}},
-		{"SELECT 1; PRAGMA user_version = 7", sqlbase.StmtInfo{Tail: " PRAGMA user_version = 7"}},
+		{"SELECT 1", sqlbase.StmtInfo{ReadOnly: true, Runs: 1}},
+		{"SELECT 1; SELECT ?1, ?2;", sqlbase.StmtInfo{ReadOnly: true, Inputs: 2, Tail: " SELECT ?1, ?2;", Runs: 2}},
+		{"SELECT 1; INSERT INTO t VALUES(1)", sqlbase.StmtInfo{Tail: " INSERT INTO t VALUES(1)", Runs: 2}},
+		{" -- c\n; SELECT 1; DELETE FROM t", sqlbase.StmtInfo{Tail: " DELETE FROM t", Runs: 2}},
+		{"CREATE TABLE u(x); SELECT * FROM u", sqlbase.StmtInfo{Tail: " SELECT * FROM u", Runs: 2}},
+		{"SELECT 1; PRAGMA user_version = 7", sqlbase.StmtInfo{Tail: " PRAGMA user_version = 7", Runs: 2}},
 		{" -- only a comment", sqlbase.StmtInfo{Empty: true, ReadOnly: true}},
 	} {
 		st, err := c.PrepareContext(context.Background(), tc.query)
