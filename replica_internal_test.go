@@ -14,6 +14,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/migrate"
@@ -235,7 +236,7 @@ func TestReplicaBehindMigrations(t *testing.T) {
 			}
 		}
 		// The primary migrates; the replica's copy gets it.
-		if err := migrate.Up(ctx, migrate.Options{DSN: "file:" + path, FS: replicaMigrations}); err != nil {
+		if err := migrate.Up(ctx, migrate.Options{DSN: "file:" + path, Base: mattn.For(nil), FS: replicaMigrations}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-done; err != nil {
