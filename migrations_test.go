@@ -24,6 +24,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/migrate"
 )
@@ -510,7 +511,7 @@ func TestColdOpenDirty(t *testing.T) {
 	if _, err := raw.Exec(`DROP TABLE half`); err != nil {
 		t.Fatal(err)
 	}
-	opts := migrate.Options{DSN: cfg.SQLiteDSN, FS: os.DirFS(dir), Engine: conn.Engine()}
+	opts := migrate.Options{DSN: cfg.SQLiteDSN, Base: mattn.For(nil), FS: os.DirFS(dir), Engine: conn.Engine()}
 	if err := migrate.Force(context.Background(), opts, 2); err != nil {
 		t.Fatal(err)
 	}

@@ -1,22 +1,27 @@
 package migrate
 
 import (
-	"bytes"
 	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4/database"
-	gosqlite3 "github.com/mattn/go-sqlite3"
 
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
 )
 
-// dbDriver wraps golang-migrate's sqlite3 database.Driver. golang-migrate's
-// Migrate.runMigrations calls, for each migration,
+// dbDriver is the golang-migrate database.Driver of the private database.
+// It does what golang-migrate's sqlite3 driver
+// (github.com/golang-migrate/migrate/v4/database/sqlite3, which links
+// go-sqlite3 and is not imported) would do around it — create the version
+// table, the in-process Lock flag, Close closing the database — and runs
+// migrations its own way. golang-migrate's Migrate.runMigrations calls,
+// for each migration,
 //
 //	SetVersion(target, true)   // "target, dirty", committed on its own
 //	Run(body)                  // only when the migration has a body
@@ -31,10 +36,10 @@ import (
 // before the body has been read in full, golang-migrate's buffering
 // goroutine always finishes.
 type dbDriver struct {
-	inner database.Driver // golang-migrate's sqlite3 driver on r.db
-	r     *runner
-	cur   int   // the version as last read or written
-	step  *step // the migration between SetVersion(v, true) and SetVersion(v, false)
+	r      *runner
+	locked atomic.Bool // golang-migrate's in-process lock (Lock, Unlock)
+	cur    int         // the version as last read or written
+	step   *step       // the migration between SetVersion(v, true) and SetVersion(v, false)
 }
 
 type step struct {
@@ -50,16 +55,59 @@ func (d *dbDriver) Open(string) (database.Driver, error) {
 	return nil, errors.New("cleolease/migrate: Open is not supported")
 }
 
-// Close closes golang-migrate's driver, which closes the private database.
-func (d *dbDriver) Close() error { return d.inner.Close() }
+// ensureVersionTable is golang-migrate's sqlite3 WithInstance after its
+// configuration: it pings the database, then, holding Lock, creates the
+// version table and the unique index on its version with the statements
+// golang-migrate's sqlite3 driver runs (v4.20.1, ensureVersionTable; the
+// index is named version_unique whatever the table, so a second version
+// table in the file gets none). golang-migrate runs them without a
+// context; here they run under the operation's.
+func (d *dbDriver) ensureVersionTable() (err error) {
+	ctx := d.r.ctx
+	if err := d.r.db.PingContext(ctx); err != nil {
+		return err
+	}
+	if err := d.Lock(); err != nil {
+		return err
+	}
+	defer func() {
+		if e := d.Unlock(); e != nil {
+			err = errors.Join(err, e)
+		}
+	}()
+	query := fmt.Sprintf(`
+	CREATE TABLE IF NOT EXISTS %s (version uint64,dirty bool);
+  CREATE UNIQUE INDEX IF NOT EXISTS version_unique ON %s (version);
+  `, d.r.o.Table, d.r.o.Table)
+	_, err = d.r.db.ExecContext(ctx, query)
+	return err
+}
 
-// Lock and Unlock are golang-migrate's in-process flag; the lease is what
-// excludes other processes.
-func (d *dbDriver) Lock() error   { return d.inner.Lock() }
-func (d *dbDriver) Unlock() error { return d.inner.Unlock() }
+// Close closes the private database.
+func (d *dbDriver) Close() error { return d.r.db.Close() }
+
+// Lock is golang-migrate's sqlite3 driver's in-process flag: it fails with
+// database.ErrLocked while the flag is set. The lease is what excludes
+// other processes.
+func (d *dbDriver) Lock() error {
+	if !d.locked.CompareAndSwap(false, true) {
+		return database.ErrLocked
+	}
+	return nil
+}
+
+// Unlock clears the flag; it fails with database.ErrNotLocked when it is
+// not set.
+func (d *dbDriver) Unlock() error {
+	if !d.locked.CompareAndSwap(true, false) {
+		return database.ErrNotLocked
+	}
+	return nil
+}
 
 // Drop is refused: golang-migrate's sqlite3 Drop leaks a result set (and
-// with it the one private connection).
+// with it the one private connection), and this package does not
+// reimplement it.
 func (d *dbDriver) Drop() error {
 	return errors.New("cleolease/migrate: Drop is not supported")
 }
@@ -112,11 +160,11 @@ func (d *dbDriver) Run(migration io.Reader) error {
 	if d.r.o.NoTxWrap {
 		return d.runNoTx(s, body)
 	}
-	err = d.tx(func(sc *gosqlite3.SQLiteConn) error {
+	err = d.tx(func(sc sqlbase.Conn) error {
 		if _, err := sc.ExecContext(d.r.ctx, string(body), nil); err != nil {
 			return err
 		}
-		if sc.AutoCommit() {
+		if d.autoCommit(sc) {
 			return errTxEnded
 		}
 		return d.versionSQL(sc, s.to, false)
@@ -143,20 +191,22 @@ func (d *dbDriver) Run(migration io.Reader) error {
 var errTxEnded = errors.New("the migration ended the transaction it runs in (a COMMIT or ROLLBACK in the file); run such files with NoTxWrap (_migrations_no_tx_wrap=true)")
 
 // runNoTx is golang-migrate's own protocol: dirty marker, body, and the
-// clean marker in the closing SetVersion.
+// clean marker in the closing SetVersion. The body runs as golang-migrate's
+// sqlite3 driver runs it with NoTxWrap: one Exec of the whole file, which
+// the context does not interrupt.
 func (d *dbDriver) runNoTx(s *step, body []byte) error {
 	if err := d.writeVersion(s.to, true); err != nil {
 		return d.failure(s, err, false)
 	}
 	d.cur = s.to
-	if err := d.inner.Run(bytes.NewReader(body)); err != nil {
+	err := d.raw(func(sc sqlbase.Conn) error {
+		_, err := sc.ExecContext(context.WithoutCancel(d.r.ctx), string(body), nil)
+		return err
+	})
+	if err != nil {
 		// A file that failed between its BEGIN and COMMIT leaves the
 		// transaction open on the connection: roll it back.
 		d.rollbackOpen()
-		var de *database.Error
-		if errors.As(err, &de) && de.OrigErr != nil {
-			err = de.OrigErr
-		}
 		return d.failure(s, err, true)
 	}
 	return nil
@@ -192,12 +242,12 @@ func (d *dbDriver) failure(s *step, cause error, dirty bool) error {
 
 // writeVersion records version in its own fenced transaction.
 func (d *dbDriver) writeVersion(version int, dirty bool) error {
-	return d.tx(func(sc *gosqlite3.SQLiteConn) error { return d.versionSQL(sc, version, dirty) })
+	return d.tx(func(sc sqlbase.Conn) error { return d.versionSQL(sc, version, dirty) })
 }
 
 // versionSQL replaces the version table's row, as golang-migrate's
 // sqlite3 SetVersion does (a NilVersion row is kept only when dirty).
-func (d *dbDriver) versionSQL(sc *gosqlite3.SQLiteConn, version int, dirty bool) error {
+func (d *dbDriver) versionSQL(sc sqlbase.Conn, version int, dirty bool) error {
 	ctx := d.r.ctx
 	if _, err := sc.ExecContext(ctx, "DELETE FROM "+d.r.o.Table, nil); err != nil {
 		return err
@@ -214,8 +264,8 @@ func (d *dbDriver) versionSQL(sc *gosqlite3.SQLiteConn, version int, dirty bool)
 // after checking the context and the fence (when a lease is held). On any
 // error the transaction is rolled back. COMMIT and ROLLBACK do not watch
 // the context, so a cancellation never leaves the outcome unknown.
-func (d *dbDriver) tx(fn func(sc *gosqlite3.SQLiteConn) error) error {
-	return d.raw(func(sc *gosqlite3.SQLiteConn) error {
+func (d *dbDriver) tx(fn func(sc sqlbase.Conn) error) error {
+	return d.raw(func(sc sqlbase.Conn) error {
 		ctx := d.r.ctx
 		bg := context.WithoutCancel(ctx)
 		if _, err := sc.ExecContext(ctx, "BEGIN IMMEDIATE", nil); err != nil {
@@ -232,13 +282,13 @@ func (d *dbDriver) tx(fn func(sc *gosqlite3.SQLiteConn) error) error {
 			err = fn(sc)
 		}
 		if err == nil {
-			// go-sqlite3 interrupts a statement when ctx ends, but a
+			// A base interrupts a statement when ctx ends, but a
 			// statement that finishes first does not notice: a cancelled
 			// context must not commit.
 			err = ctx.Err()
 		}
 		if err == nil && fence != nil {
-			err = fence.Check(ctx, sc, !sc.AutoCommit())
+			err = fence.Check(ctx, sc, !d.autoCommit(sc))
 		}
 		if err == nil {
 			_, err = sc.ExecContext(bg, "COMMIT", nil)
@@ -246,18 +296,22 @@ func (d *dbDriver) tx(fn func(sc *gosqlite3.SQLiteConn) error) error {
 				fence.Committed()
 			}
 		}
-		if err != nil && !sc.AutoCommit() {
+		if err != nil && !d.autoCommit(sc) {
 			sc.ExecContext(bg, "ROLLBACK", nil)
 		}
 		return err
 	})
 }
 
+// autoCommit reports whether sc is outside any transaction (the base's
+// sqlite3_get_autocommit).
+func (d *dbDriver) autoCommit(sc sqlbase.Conn) bool { return d.r.o.Base.AutoCommit(sc) }
+
 // rollbackOpen rolls back a transaction left open on the private
 // connection.
 func (d *dbDriver) rollbackOpen() {
-	d.raw(func(sc *gosqlite3.SQLiteConn) error {
-		if !sc.AutoCommit() {
+	d.raw(func(sc sqlbase.Conn) error {
+		if !d.autoCommit(sc) {
 			sc.ExecContext(context.WithoutCancel(d.r.ctx), "ROLLBACK", nil)
 		}
 		return nil
@@ -265,15 +319,16 @@ func (d *dbDriver) rollbackOpen() {
 }
 
 // raw runs fn on the private connection (taken from the pool and given
-// back, so golang-migrate's driver can use it between calls).
-func (d *dbDriver) raw(fn func(sc *gosqlite3.SQLiteConn) error) error {
+// back, so that the version reads can use it between calls): the
+// connection privateConnector opened on the base.
+func (d *dbDriver) raw(fn func(sc sqlbase.Conn) error) error {
 	conn, err := d.r.db.Conn(context.WithoutCancel(d.r.ctx))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*gosqlite3.SQLiteConn)
+		sc, ok := dc.(sqlbase.Conn)
 		if !ok {
 			return fmt.Errorf("cleolease/migrate: internal error: private connection is %T", dc)
 		}

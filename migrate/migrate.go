@@ -17,9 +17,13 @@
 // context (and by Options.Wait when set, with an error).
 //
 // Migrations run on a private *sql.DB with one connection, opened on the
-// raw go-sqlite3 driver from Options.DSN: never on a caller's *sql.DB
-// (golang-migrate's Close closes the database it was given) and never
-// through the cleolease driver.
+// SQLite driver Options.Base names, from Options.DSN: never on a caller's
+// *sql.DB (golang-migrate's Close closes the database it was given) and
+// never through the cleolease driver. The package imports no SQLite driver
+// itself: it reaches SQLite only through Options.Base
+// (internal/sqlbase.Driver), and uses golang-migrate's migrate and
+// database packages, never its sqlite3 driver, whose version table, lock
+// and Close it does itself (see dbDriver in driver.go).
 //
 // # Atomic migrations
 //
@@ -61,13 +65,11 @@ import (
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/database/sqlite3"
 	"github.com/golang-migrate/migrate/v4/source"
 	_ "github.com/golang-migrate/migrate/v4/source/file" // file:// source URLs
 	"github.com/golang-migrate/migrate/v4/source/iofs"
-	gosqlite3 "github.com/mattn/go-sqlite3"
 
-	"github.com/cleocode/cleolease/internal/callbacks"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -86,20 +88,24 @@ const DefaultTable = "schema_migrations"
 const NilVersion = -1
 
 // Options say where the database and the migrations are and how to run
-// them. DSN and one of SourceURL or FS are required.
+// them. DSN, Base and, for the operations that migrate, one of SourceURL or
+// FS are required.
 type Options struct {
-	// DSN opens the private connection with go-sqlite3: the database's
-	// go-sqlite3 DSN without cleolease's parameters (its _busy_timeout
+	// DSN opens the private connection with Base: the database's DSN in
+	// Base's dialect, without cleolease's parameters (its busy timeout
 	// bounds waits for writers of other lanes).
 	DSN string
-	// Driver opens the private connection (extensions, ConnectHook that
-	// migrations may rely on); nil means a plain &sqlite3.SQLiteDriver{}.
-	// The callbacks its ConnectHook registers (update, commit, rollback and
-	// pre-update hooks, authorizer, trace) are cleared on the connection
-	// that runs golang-migrate's files, which also carries the lease's
-	// fencing and the version table; Run's connection, which carries only
-	// the function's statements, keeps them.
-	Driver *gosqlite3.SQLiteDriver
+	// Base is the SQLite driver the private connection opens on, as the
+	// application configured it (extensions, a connection hook that
+	// migrations may rely on), e.g. internal/mattn.For(drv) for a
+	// go-sqlite3 *sqlite3.SQLiteDriver. Every operation requires it. The
+	// connection that runs golang-migrate's files, which also carries the
+	// lease's fencing and the version table, opens with Base.OpenPrivate:
+	// the callbacks the application's hook registers (update, commit,
+	// rollback and pre-update hooks, authorizer, trace) are cleared on it.
+	// Run's connection, which carries only the function's statements,
+	// opens with Base.Open and keeps them.
+	Base sqlbase.Driver
 
 	// SourceURL is a golang-migrate source URL, e.g. "file://migrations".
 	// The file source is built in; import other golang-migrate source
@@ -257,8 +263,8 @@ func Force(ctx context.Context, o Options, v int) error {
 }
 
 // Version reads the database's migration state without the lease and
-// without writing (the version table is not created; go-sqlite3 creates a
-// missing database file unless the DSN says mode=ro). Latest and Pending
+// without writing (the version table is not created; SQLite creates a
+// missing database file unless the DSN opens it read-only). Latest and Pending
 // are filled in when o names a source; DSN is the only required option.
 func Version(ctx context.Context, o Options) (Status, error) {
 	st := Status{Version: NilVersion, Latest: NilVersion}
@@ -307,6 +313,9 @@ func (o Options) normalize(needSource bool) (Options, error) {
 	if o.DSN == "" {
 		return o, errors.New("cleolease/migrate: Options.DSN is empty")
 	}
+	if o.Base == nil {
+		return o, errors.New("cleolease/migrate: Options.Base is nil: it names the SQLite driver the private connection opens on")
+	}
 	if needSource && o.SourceURL == "" && o.FS == nil {
 		return o, errors.New("cleolease/migrate: no migration source (Options.SourceURL or Options.FS)")
 	}
@@ -315,9 +324,6 @@ func (o Options) normalize(needSource bool) (Options, error) {
 	}
 	if !ValidTableName(o.Table) {
 		return o, fmt.Errorf("cleolease/migrate: version table %q is not a plain SQL identifier", o.Table)
-	}
-	if o.Driver == nil {
-		o.Driver = &gosqlite3.SQLiteDriver{}
 	}
 	return o, nil
 }
@@ -378,28 +384,30 @@ func ValidTableName(s string) bool {
 	return true
 }
 
-// rawConnector opens the private connection on go-sqlite3 itself.
-type rawConnector struct {
-	drv *gosqlite3.SQLiteDriver
-	dsn string
-	// keepCallbacks keeps the callbacks the driver's ConnectHook registered
-	// (Run's connection carries only the caller's statements); otherwise
-	// they are cleared, as the connection also runs the lease's fencing.
+// privateConnector opens the private connection on Options.Base.
+type privateConnector struct {
+	base sqlbase.Driver
+	dsn  string
+	// keepCallbacks opens with Base.Open, which keeps the callbacks the
+	// application's connection hook registers (Run's connection carries
+	// only the caller's statements); otherwise Base.OpenPrivate clears
+	// them, as the connection also runs the lease's fencing.
 	keepCallbacks bool
 }
 
-// Connect opens a connection, retrying while go-sqlite3's Open fails with
-// SQLITE_BUSY: the PRAGMAs it runs at open (journal_mode=WAL on a file
-// another process is converting) can get SQLITE_BUSY without SQLite's busy
-// handler being consulted. The retries end with ctx.
-func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
+// Connect opens a connection, retrying while the open fails with
+// SQLITE_BUSY or SQLITE_LOCKED (sqlbase.IsBusy): the PRAGMAs a base runs
+// at open (journal_mode=WAL on a file another process is converting) can
+// get SQLITE_BUSY without SQLite's busy handler being consulted. The
+// retries end with ctx, with the last busy error.
+func (c privateConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	wait := 100 * time.Microsecond
 	for {
-		conn, err := c.drv.Open(c.dsn)
+		conn, err := c.open(ctx)
 		if err == nil {
-			return c.clear(conn)
+			return conn, nil
 		}
-		if !isBusy(err) {
+		if !sqlbase.IsBusy(err) {
 			return nil, err
 		}
 		t := time.NewTimer(wait)
@@ -413,31 +421,64 @@ func (c rawConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 }
 
-func (c rawConnector) Driver() driver.Driver { return c.drv }
-
-// clear clears the callbacks on a connection just opened, unless they are
-// kept; on error the connection is closed.
-func (c rawConnector) clear(conn driver.Conn) (driver.Conn, error) {
+// open opens one connection, once. A connection that is not an
+// sqlbase.Conn (which every base's is) is closed and refused: the runner
+// needs its context-taking calls.
+func (c privateConnector) open(ctx context.Context) (driver.Conn, error) {
 	if c.keepCallbacks {
+		conn, _, err := c.base.Open(c.dsn, false)
+		if err != nil {
+			return nil, err
+		}
 		return conn, nil
 	}
-	if err := callbacks.Clear(conn.(*gosqlite3.SQLiteConn)); err != nil {
-		conn.Close()
+	conn, err := c.base.OpenPrivate(ctx, c.dsn)
+	if err != nil {
 		return nil, err
+	}
+	if _, ok := conn.(sqlbase.Conn); !ok {
+		conn.Close()
+		return nil, fmt.Errorf("cleolease/migrate: the %s base opened a %T, which lacks the context-taking calls of sqlbase.Conn", c.base.Name(), conn)
 	}
 	return conn, nil
 }
 
-func isBusy(err error) bool {
-	var se gosqlite3.Error
-	return errors.As(err, &se) && (se.Code == gosqlite3.ErrBusy || se.Code == gosqlite3.ErrLocked)
+// sqlDriver is what a base may provide for the private database's
+// *sql.DB.Driver: the database/sql driver it opens with, as the
+// application configured it (internal/mattn's is the *sqlite3.SQLiteDriver
+// the application gave). A migration function (Run) may look at it to
+// tell the dialect.
+type sqlDriver interface {
+	SQLDriver() driver.Driver
 }
 
-// openPrivate returns a *sql.DB of at most one connection on the raw
-// driver, without the callbacks its ConnectHook registers (keepCallbacks
-// false) or with them.
+// Driver returns the base's own driver.Driver when it provides one
+// (sqlDriver); otherwise a driver.Driver whose Open opens a connection on
+// the base the way c does, to the DSN it is given.
+func (c privateConnector) Driver() driver.Driver {
+	if b, ok := c.base.(sqlDriver); ok {
+		if d := b.SQLDriver(); d != nil {
+			return d
+		}
+	}
+	return privateDriver{c}
+}
+
+// privateDriver is privateConnector's driver.Driver for a base without
+// SQLDriver.
+type privateDriver struct{ c privateConnector }
+
+func (d privateDriver) Open(dsn string) (driver.Conn, error) {
+	c := d.c
+	c.dsn = dsn
+	return c.Connect(context.Background())
+}
+
+// openPrivate returns a *sql.DB of at most one connection on o.Base,
+// without the callbacks the application's connection hook registers
+// (keepCallbacks false: Base.OpenPrivate) or with them (Base.Open).
 func openPrivate(o Options, keepCallbacks bool) *sql.DB {
-	db := sql.OpenDB(rawConnector{drv: o.Driver, dsn: o.DSN, keepCallbacks: keepCallbacks})
+	db := sql.OpenDB(privateConnector{base: o.Base, dsn: o.DSN, keepCallbacks: keepCallbacks})
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
@@ -527,11 +568,10 @@ func runOp(ctx context.Context, o Options, op string, skipIfCurrent bool, fn fun
 			}
 		}
 	}
-	inner, err := sqlite3.WithInstance(r.db, &sqlite3.Config{MigrationsTable: o.Table, NoTxWrap: o.NoTxWrap})
-	if err != nil {
+	r.drv = &dbDriver{r: r, cur: NilVersion}
+	if err := r.drv.ensureVersionTable(); err != nil {
 		return fmt.Errorf("cleolease/migrate: preparing the version table: %w", err)
 	}
-	r.drv = &dbDriver{inner: inner, r: r, cur: NilVersion}
 	r.m, err = migrate.NewWithInstance("cleolease", src, "sqlite3", r.drv)
 	if err != nil {
 		return fmt.Errorf("cleolease/migrate: %w", err)
@@ -795,8 +835,8 @@ func (r *runner) close() error {
 	}
 	var errs []error
 	if r.m != nil {
-		// Closes the source and, through golang-migrate's sqlite3 driver,
-		// the private database.
+		// Closes the source and, through dbDriver.Close, the private
+		// database.
 		serr, derr := r.m.Close()
 		errs = append(errs, serr, derr)
 	} else {

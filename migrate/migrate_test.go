@@ -4,15 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 
+	msqlite "github.com/golang-migrate/migrate/v4/database/sqlite3"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/cleocode/cleolease/internal/mattn"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/migrate"
@@ -64,7 +68,7 @@ func ranCount(t *testing.T, raw *sql.DB) int {
 func TestUpDownStepsGotoForce(t *testing.T) {
 	ctx := context.Background()
 	_, dsn, raw := newDB(t)
-	o := migrate.Options{DSN: dsn, SourceURL: fixture(t)}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: fixture(t)}
 
 	if st := status(t, o); st != (migrate.Status{Version: migrate.NilVersion, Latest: 20, Pending: 20}) {
 		t.Fatalf("fresh: %+v", st)
@@ -127,7 +131,7 @@ func TestUpDownStepsGotoForce(t *testing.T) {
 func TestUpAheadOfSource(t *testing.T) {
 	ctx := context.Background()
 	_, dsn, _ := newDB(t)
-	o := migrate.Options{DSN: dsn, SourceURL: fixture(t)}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: fixture(t)}
 	if err := migrate.Up(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +156,7 @@ func TestUpUnderLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	o := migrate.Options{DSN: dsn, SourceURL: fixture(t), Engine: e}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: fixture(t), Engine: e}
 	if err := migrate.Up(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +184,7 @@ func TestFailureIsAtomic(t *testing.T) {
 		"1_a.up.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
 		"2_b.up.sql": {Data: []byte("CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1); INSERT INTO nope VALUES (1);")},
 	}
-	o := migrate.Options{DSN: dsn, FS: fsys, Table: "versions"}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(nil), FS: fsys, Table: "versions"}
 	err := migrate.Up(ctx, o)
 	var me *migrate.Error
 	if !errors.As(err, &me) || me.Version != 2 || me.Name != "b" || me.File != "2_b.up.sql" || me.Current != 1 || me.Dirty || me.Op != "up" {
@@ -223,7 +227,7 @@ func TestErrorNamesTheFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := migrate.Options{DSN: dsn, SourceURL: "file://" + filepath.ToSlash(dir)}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: "file://" + filepath.ToSlash(dir)}
 	if err := migrate.Up(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +246,7 @@ func TestBodyEndingTheTransactionIsDirty(t *testing.T) {
 	fsys := fstest.MapFS{
 		"1_a.up.sql": {Data: []byte("CREATE TABLE a (x INTEGER); COMMIT; CREATE TABLE b (x INTEGER);")},
 	}
-	o := migrate.Options{DSN: dsn, FS: fsys}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(nil), FS: fsys}
 	err := migrate.Up(context.Background(), o)
 	var me *migrate.Error
 	if !errors.As(err, &me) || !me.Dirty || me.Current != 1 || !strings.Contains(err.Error(), "NoTxWrap") {
@@ -269,7 +273,7 @@ func TestCancelMidMigration(t *testing.T) {
 		"1_a.up.sql": {Data: []byte("CREATE TABLE a (x INTEGER);")},
 		"2_b.up.sql": {Data: []byte("INSERT INTO a VALUES (1); SELECT pause(); INSERT INTO a VALUES (2);")},
 	}
-	o := migrate.Options{DSN: dsn, FS: fsys, Driver: drv}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(drv), FS: fsys}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- migrate.Up(ctx, o) }()
@@ -297,7 +301,7 @@ func TestVersionErrorsSurface(t *testing.T) {
 	if _, err := raw.Exec(`CREATE TABLE schema_migrations (something_else TEXT)`); err != nil {
 		t.Fatal(err)
 	}
-	err := migrate.Up(context.Background(), migrate.Options{DSN: dsn, SourceURL: fixture(t)})
+	err := migrate.Up(context.Background(), migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: fixture(t)})
 	if err == nil || !strings.Contains(err.Error(), "reading the version table") {
 		t.Fatalf("Up over an unreadable version table: %v", err)
 	}
@@ -306,19 +310,132 @@ func TestVersionErrorsSurface(t *testing.T) {
 func TestOptionErrors(t *testing.T) {
 	ctx := context.Background()
 	_, dsn, _ := newDB(t)
+	base := mattn.For(nil)
 	for _, o := range []migrate.Options{
-		{SourceURL: fixture(t)},
-		{DSN: dsn},
-		{DSN: dsn, SourceURL: fixture(t), Table: "bad-name"},
-		{DSN: dsn, SourceURL: "file:///does/not/exist"},
+		{SourceURL: fixture(t), Base: base},
+		{DSN: dsn, Base: base},
+		{DSN: dsn, SourceURL: fixture(t), Table: "bad-name", Base: base},
+		{DSN: dsn, SourceURL: "file:///does/not/exist", Base: base},
+		{DSN: dsn, SourceURL: fixture(t)},
 	} {
 		if err := migrate.Up(ctx, o); err == nil {
 			t.Errorf("Up(%+v) succeeded", o)
 		}
 	}
+	// Every operation needs the base, and says so.
+	noBase := migrate.Options{DSN: dsn, SourceURL: fixture(t)}
+	_, verr := migrate.Version(ctx, noBase)
+	rerr := migrate.Run(ctx, noBase, func(context.Context, *sql.DB) error { return nil })
+	for _, err := range []error{migrate.Up(ctx, noBase), migrate.Force(ctx, noBase, 1), verr, rerr} {
+		if err == nil || !strings.Contains(err.Error(), "Options.Base is nil") {
+			t.Errorf("without Options.Base: %v", err)
+		}
+	}
 	// A missing migrations directory is named, and is os.ErrNotExist.
-	err := migrate.Up(ctx, migrate.Options{DSN: dsn, SourceURL: "file:///does/not/exist"})
+	err := migrate.Up(ctx, migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: "file:///does/not/exist"})
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "directory /does/not/exist") {
 		t.Errorf("missing directory: %v", err)
+	}
+}
+
+// schema lists a file's schema objects, as sqlite_master records them.
+func schema(t *testing.T, raw *sql.DB) []string {
+	t.Helper()
+	rows, err := raw.Query(`SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var typ, name, tbl, text string
+		if err := rows.Scan(&typ, &name, &tbl, &text); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.Join([]string{typ, name, tbl, text}, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The version table (and its index) is the one golang-migrate's sqlite3
+// driver creates, statement for statement, for the default table and a
+// named one.
+func TestVersionTableAsGolangMigrate(t *testing.T) {
+	ctx := context.Background()
+	for _, table := range []string{"", "versions"} {
+		_, dsn, raw := newDB(t)
+		if err := migrate.Force(ctx, migrate.Options{DSN: dsn, Base: mattn.For(nil), SourceURL: fixture(t), Table: table}, migrate.NilVersion); err != nil {
+			t.Fatal(err)
+		}
+		_, _, theirs := newDB(t)
+		if _, err := msqlite.WithInstance(theirs, &msqlite.Config{MigrationsTable: table}); err != nil {
+			t.Fatal(err)
+		}
+		got, want := schema(t, raw), schema(t, theirs)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("table %q: schema\n%s\nwant golang-migrate's\n%s", table, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// The connection that runs golang-migrate's files has the callbacks of the
+// application's connection hook cleared (Base.OpenPrivate); Run's keeps
+// them (Base.Open).
+func TestCallbacksClearedExceptInRun(t *testing.T) {
+	ctx := context.Background()
+	_, dsn, _ := newDB(t)
+	var updates atomic.Int64
+	drv := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		c.RegisterUpdateHook(func(int, string, string, int64) { updates.Add(1) })
+		return nil
+	}}
+	o := migrate.Options{DSN: dsn, Base: mattn.For(drv), SourceURL: fixture(t)}
+	if err := migrate.Up(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if n := updates.Load(); n != 0 {
+		t.Fatalf("the update hook saw %d rows of the migrations", n)
+	}
+	err := migrate.Run(ctx, o, func(ctx context.Context, db *sql.DB) error {
+		if db.Driver() != drv {
+			return fmt.Errorf("Run's db has driver %T %p, want the base's go-sqlite3 driver %p", db.Driver(), db.Driver(), drv)
+		}
+		_, err := db.ExecContext(ctx, `INSERT INTO ran (version) VALUES (1000)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := updates.Load(); n != 1 {
+		t.Fatalf("the update hook saw %d rows of Run's function, want 1", n)
+	}
+}
+
+// A base that does not give its database/sql driver (no SQLDriver method)
+// still gets a *sql.DB whose Driver opens connections on it.
+func TestRunDriverOfBaseWithoutSQLDriver(t *testing.T) {
+	ctx := context.Background()
+	_, dsn, _ := newDB(t)
+	o := migrate.Options{DSN: dsn, Base: struct{ sqlbase.Driver }{mattn.For(nil)}}
+	err := migrate.Run(ctx, o, func(ctx context.Context, db *sql.DB) error {
+		conn, err := db.Driver().Open(dsn)
+		if err != nil {
+			return err
+		}
+		if _, ok := conn.(sqlbase.Conn); !ok {
+			conn.Close()
+			return fmt.Errorf("Driver().Open returned %T", conn)
+		}
+		if err := conn.Close(); err != nil {
+			return err
+		}
+		_, err = db.ExecContext(ctx, `CREATE TABLE made_by_run (x)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

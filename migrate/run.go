@@ -14,8 +14,9 @@ import (
 // ("cleolease", "migrate"), priority 0; never degraded; bounded by ctx and
 // Options.Wait), so that processes running it at once run it one at a time.
 //
-// The *sql.DB is opened on the raw go-sqlite3 driver from Options.DSN and
-// Options.Driver, holds at most one connection, and is closed when fn
+// The *sql.DB is opened from Options.DSN on Options.Base as the
+// application configured it (Base.Open: the callbacks of its connection
+// hook stay), holds at most one connection, and is closed when fn
 // returns: it is valid only for the call (fn may close it; keeping it, or
 // statements or transactions from it, for later is an error). It is never
 // a caller's pool and never goes through the cleolease driver, so fn cannot

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/workload"
 	"github.com/cleocode/cleolease/migrate"
 )
@@ -399,7 +400,7 @@ func createWorkloadDB(ctx context.Context, path, table string) error {
 	if err != nil {
 		return err
 	}
-	return migrate.Up(ctx, migrate.Options{DSN: dsn, FS: demoMigrations(), Table: table})
+	return migrate.Up(ctx, migrate.Options{DSN: dsn, Base: mattn.For(nil), FS: demoMigrations(), Table: table})
 }
 
 // printDemo writes the side-by-side report.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/migrate"
 )
@@ -173,7 +174,7 @@ func (h printHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 func runMigrate(ctx context.Context, w io.Writer, path string, op migrateOp, src, table, sidecarDir string, noTxWrap bool) error {
-	o := migrate.Options{Table: table, NoTxWrap: noTxWrap}
+	o := migrate.Options{Base: mattn.For(nil), Table: table, NoTxWrap: noTxWrap}
 	var err error
 	if src != "" {
 		if o.FS, _, err = sourceFS(src); err != nil {

@@ -178,7 +178,7 @@ func (c *Connector) coldOpen(ctx context.Context) error {
 		}
 		opts := migrate.Options{
 			DSN:       c.dsn,
-			Driver:    migrateDriver(c.drvBase),
+			Base:      c.drvBase,
 			SourceURL: url,
 			FS:        fsys,
 			Table:     c.cfg.MigrationsTable,

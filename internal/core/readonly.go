@@ -74,7 +74,7 @@ func (c *Connector) warnPendingReadOnly(ctx context.Context, dsn string) {
 	}
 	st := migrate.Status{}
 	if err == nil {
-		st, err = migrate.Version(ctx, migrate.Options{DSN: dsn, Driver: migrateDriver(c.drvBase), SourceURL: url, FS: fsys, Table: c.cfg.MigrationsTable})
+		st, err = migrate.Version(ctx, migrate.Options{DSN: dsn, Base: c.drvBase, SourceURL: url, FS: fsys, Table: c.cfg.MigrationsTable})
 	}
 	switch {
 	case err != nil:

@@ -238,7 +238,7 @@ func TestReplicaBehindMigrations(t *testing.T) {
 			}
 		}
 		// The primary migrates; the replica's copy gets it.
-		if err := migrate.Up(ctx, migrate.Options{DSN: "file:" + path, FS: replicaMigrations}); err != nil {
+		if err := migrate.Up(ctx, migrate.Options{DSN: "file:" + path, Base: mattn.For(nil), FS: replicaMigrations}); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-done; err != nil {

@@ -70,6 +70,11 @@ func (b *Base) Key() any { return b.drv }
 // Driver returns the go-sqlite3 driver the base opens with.
 func (b *Base) Driver() *sqlite3.SQLiteDriver { return b.drv }
 
+// SQLDriver returns the go-sqlite3 driver the base opens with, as a
+// driver.Driver: what the private *sql.DB of package migrate reports as
+// its Driver, where a migration function may look for go-sqlite3's.
+func (b *Base) SQLDriver() driver.Driver { return b.drv }
+
 // OpenPrivate opens dsn on the base's driver, so that its ConnectHook runs
 // there too (what it sets for the file, such as
 // SQLITE_FCNTL_PERSIST_WAL, must hold on every connection), then clears
