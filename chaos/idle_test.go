@@ -43,16 +43,25 @@ import (
 //     no exclusion; its open hold ends when it was reaped.
 //
 // The wait check bounds how long one operation waits live while the lane
-// is not blocked by a stopped process — the exclusions above, and the
-// times a stopped process was inside a hold — whoever holds the lane
-// meanwhile: it catches a waiter passed over while other processes keep
-// the lane (a starved waiter), which the idle check does not see.
+// is not blocked by a stopped process — the exclusions above, the times a
+// stopped process was inside a hold, and every time any process is
+// stopped — whoever holds the lane meanwhile: it catches a waiter passed
+// over while other processes keep the lane (a starved waiter), which the
+// idle check does not see. Any stopped process counts for the wait check
+// because one frozen inside a lease-engine transaction (a claim, a queue
+// row, a settle, a grant it is confirming) holds SQLite's write lock
+// without the row: the holder's commit, and so every waiter behind it,
+// waits for its SIGCONT, and neither the row nor a sample shows it (a
+// reader is not blocked by a RESERVED lock). Seen 2026-12-04: a waiter
+// waited 1.165 s behind its own process's hold, whose commit waited for a
+// writer stopped for 938 ms.
 //
-// Not excluded, and a possible false alarm: a stopped writer frozen inside
-// the BEGIN IMMEDIATE of a grant it is confirming while the row names
-// another process (a stale grant datagram), or one frozen inside a read of
-// a rollback-journal file. Both hold SQLite's locks without the row; both
-// are rare, and the printed window names the stopped writers.
+// Not excluded from the idle check, and a possible false alarm there: a
+// stopped writer frozen inside the BEGIN IMMEDIATE of a grant it is
+// confirming while the row names another process (a stale grant
+// datagram), or one frozen inside a read of a rollback-journal file. Both
+// hold SQLite's locks without the row; both are rare, and the printed
+// window names the stopped writers.
 
 // span is the half-open interval [from, to) of wall-clock microseconds.
 type span struct{ from, to int64 }
@@ -182,9 +191,10 @@ type idleResult struct {
 	idle     spanSet // live writers waited, nobody held, nothing excluded
 	excluded spanSet // the exclusions' union (whether anyone waited or not)
 	longest  span
-	// The wait check: blocked is excluded plus the times a stopped
-	// process was inside a hold; waits[i] is how long in.ops[i] waited
-	// live outside blocked, longestWait the most of them (at waitOp).
+	// The wait check: blocked is excluded plus the times any process was
+	// stopped (inside a hold or not); waits[i] is how long in.ops[i]
+	// waited live outside blocked, longestWait the most of them (at
+	// waitOp).
 	blocked     spanSet
 	waits       []time.Duration
 	longestWait time.Duration
@@ -254,6 +264,9 @@ func analyzeIdle(in idleInput) idleResult {
 
 	// The wait check.
 	blocked := append([]span(nil), res.excluded...)
+	for _, st := range in.stops {
+		blocked = append(blocked, span{st.from, st.to})
+	}
 	for _, o := range in.ops {
 		h, ok := in.heldSpan(o)
 		if !ok {
@@ -502,6 +515,25 @@ func TestWaitBehindStoppedHolderIsBlocked(t *testing.T) {
 	})
 	if res.longestWait != 200*time.Millisecond || res.waitOp != 1 {
 		t.Fatalf("longest wait %v (op %d), want writer 1's 200ms", res.longestWait, res.waitOp)
+	}
+}
+
+func TestWaitBehindStoppedBystanderIsBlocked(t *testing.T) {
+	// Writer 0 holds 0–1,600 ms and is never stopped; writer 2, which
+	// holds nothing, is stopped 100–1,000 ms (it may be frozen inside a
+	// lease-engine transaction, holding SQLite's write lock, so that
+	// writer 0 cannot commit); writer 1 waits 50–1,650 ms: 1,600 − 900 ms
+	// of it count.
+	res := analyzeIdle(idleInput{
+		ops: []opRec{
+			{pid: 10, w: 1, g: 2, r: 1600 * ms},
+			{pid: 11, w: 50 * ms, g: 1650 * ms, r: 1660 * ms},
+		},
+		stops: []stopRec{{pid: 12, from: 100 * ms, to: 1000 * ms}},
+		end:   2000 * ms,
+	})
+	if res.longestWait != 700*time.Millisecond || res.waitOp != 1 {
+		t.Fatalf("longest wait %v (op %d), want writer 1's 700ms", res.longestWait, res.waitOp)
 	}
 }
 

@@ -121,33 +121,39 @@ left=$(cd "$work/lease" && grep -rlE --include='*.go' '"modernc.org/sqlite"|sql\
 		-replace "github.com/cleocode/cleolease/modernc=$root/modernc" \
 		-replace "github.com/cleocode/cleolease=$root")
 
-# What each copy builds with.
+# The modules (path version) whose packages the copy's tests build with.
+built() {
+	(cd "$work/$1" && CGO_ENABLED=$cgo go list -deps -test -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' ./... | sort -u)
+}
+
+# A few of them, after go test has settled go.mod (-mod=mod).
 versions() {
-	(cd "$work/$1" && go list -m -f '{{.Path}} {{.Version}}' modernc.org/sqlite modernc.org/libc github.com/golang-migrate/migrate/v4 github.com/mattn/go-sqlite3 2>/dev/null | paste -sd, - | sed 's/,/, /g')
+	built "$1" | awk '$1 ~ /^(modernc\.org\/(sqlite|libc)|github\.com\/golang-migrate\/migrate\/v4|github\.com\/mattn\/go-sqlite3)$/' | paste -sd, - | sed 's/,/, /g'
 }
 
 run() {
 	local name=$1 rc=0
 	echo
-	echo "== $name: $(versions "$name")"
+	echo "== $name"
 	if ! (cd "$work/$name" && CGO_ENABLED=$cgo go build ./... >"$work/$name.build" 2>&1); then
 		echo "does not build with CGO_ENABLED=$cgo:"
 		head -n 20 "$work/$name.build" | sed 's/^/  /'
 	fi
 	(cd "$work/$name" && CGO_ENABLED=$cgo go test -p "$par" -count=1 -json ./... >"$work/$name.json" 2>"$work/$name.stderr") || rc=$?
-	echo "go test exit status $rc"
+	echo "go test exit status $rc; built with $(versions "$name")"
 }
 
 run asis
 run base
 run lease
 
-# Modules the lease copy builds with at other versions than the baseline
-# (cleolease's requirements raise them through MVS).
+# The modules the lease copy's tests build with at another version than
+# the baseline's, or that only it builds with (cleolease's requirements
+# raise them through MVS).
 echo
-echo "== modules at another version in lease than in base:"
-(cd "$work/base" && go list -m -f '{{.Path}} {{.Version}}' all) | sort >"$work/base.mods"
-(cd "$work/lease" && go list -m -f '{{.Path}} {{.Version}}' all) | sort >"$work/lease.mods"
+echo "== modules built at another version in lease than in base (or only in lease):"
+built base | awk 'NF == 2' >"$work/base.mods"
+built lease | awk 'NF == 2' >"$work/lease.mods"
 join -a2 -e '(none)' -o 0,1.2,2.2 "$work/base.mods" "$work/lease.mods" | awk '$2 != $3 { print "  " $1 ": " $2 " -> " $3 }'
 
 (cd "$root" && go build -o "$work/compare" ./internal/appsuite/compare)
