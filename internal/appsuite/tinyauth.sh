@@ -42,6 +42,7 @@
 #   APPSUITE_CGO      CGO_ENABLED of the three runs (default 0; 1 is a
 #                     diagnostic, not the criterion)
 set -euo pipefail
+export LC_ALL=C
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
