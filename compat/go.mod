@@ -21,6 +21,7 @@ require (
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/bmatcuk/doublestar v1.3.4 // indirect
+	github.com/cleocode/cleolease/modernc v0.0.0-00010101000000-000000000000
 	github.com/go-openapi/inflect v0.19.0 // indirect
 	github.com/golang-migrate/migrate/v4 v4.20.1 // indirect
 	github.com/google/go-cmp v0.6.0 // indirect
@@ -45,3 +46,5 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
+
+replace github.com/cleocode/cleolease/modernc => ../modernc

@@ -242,7 +242,9 @@ func checkSnippets(t *testing.T, snips []snippet) (problems map[int][]string, ra
 		t.Fatal(err)
 	}
 	mod := strings.Replace(string(gomod), "module github.com/cleocode/cleolease/compat", "module snippets", 1)
-	mod = strings.Replace(mod, "=> ../", "=> "+root, 1)
+	// Every replace of a module of this repository (the root, the
+	// nested base modules) points at its directory.
+	mod = strings.ReplaceAll(mod, "=> ../", "=> "+root+string(filepath.Separator))
 	if mod == string(gomod) || !strings.Contains(mod, "=> "+root) {
 		t.Fatal("compat/go.mod does not have the expected module line and replace directive")
 	}
