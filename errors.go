@@ -48,6 +48,9 @@ var (
 	// ErrTierConflict: processes built with the other Linux liveness tier
 	// use the database.
 	ErrTierConflict = writer.ErrTierConflict
+	// ErrLockingConflict: another live process of the file takes SQLite
+	// file locks that do not exclude this process's.
+	ErrLockingConflict = writer.ErrLockingConflict
 	// ErrSidecarDir: the liveness files cannot prove a holder alive where
 	// they are.
 	ErrSidecarDir = writer.ErrSidecarDir

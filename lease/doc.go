@@ -270,9 +270,10 @@ package lease
 // recreation, what became of a lost row), takeover.go (the epoch floor of
 // a takeover), order.go (grant order, pure), liveness.go, doorbell.go and
 // wire.go (datagrams), want.go (the want region), sidecarfollow.go (the
-// liveness files followed when they are removed or replaced while in use)
-// and sidecarproof.go (every process keeps them in one place, proven
-// through the database).
+// liveness files followed when they are removed or replaced while in use),
+// sidecarproof.go (every process keeps them in one place, proven
+// through the database) and locking.go (each process's kind of SQLite
+// file lock announced on them; kinds that cannot coexist refused at Open).
 //
 // A lane (laneState, lane.go) and its parts, one type and job each:
 //   - gate.go: gate, the in-process FIFO gate, and the lane's tryEnter

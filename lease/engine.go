@@ -215,7 +215,9 @@ func FileKey(path string) (resolved string, dev, ino uint64, err error) {
 // refuses writes: then the first lease write creates them, see
 // refused.go) and counting a reference otherwise. Each Open must be paired with Close. Errors:
 // ErrIndexMissing (tampered tables), ErrFileChanged, ErrDriverMismatch,
-// ErrNoBase (opts.Base is nil), or the SQLite / file system error that
+// ErrNoBase (opts.Base is nil), ErrTierConflict, ErrLockingConflict
+// (another process's SQLite file locks do not exclude this one's:
+// locking.go), ErrSidecarDir, or the SQLite / file system error that
 // prevented it, wrapped in *Error.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
 	return openWith(ctx, opts, realSeams())
@@ -310,6 +312,10 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	if err != nil {
 		return &Error{Op: "open", Path: e.path, Err: err}
+	}
+	if err := e.announceLocking(locks); err != nil {
+		locks.Close()
+		return err
 	}
 	e.locks = locks
 	if e.proof, err = e.newProof(base, mode); err != nil {

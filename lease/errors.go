@@ -46,6 +46,14 @@ var (
 	// cleolease_portable) use the database; neither could see the other's
 	// liveness evidence, so they never share a file.
 	ErrTierConflict = platform.ErrTierConflict
+	// ErrLockingConflict: Open refused because another live process of the
+	// file takes SQLite file locks that do not exclude this process's (its
+	// base's sqlbase.Locking cannot coexist with the other's: flock and
+	// POSIX record locks, say, which do not interact on Linux), so their
+	// writes could overlap and corrupt the file. The *Error's Reason names
+	// both kinds; the remedy is to build every program that shares the
+	// file with compatible locking.
+	ErrLockingConflict = errors.New("another process of this file takes SQLite file locks that do not exclude this process's")
 	// ErrSidecarDir: the liveness files cannot prove that a holder is
 	// alive where they are, so the engine refuses rather than judge live
 	// holders dead: their locks are not seen from another open file (the

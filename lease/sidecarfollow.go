@@ -84,6 +84,7 @@ func (e *Engine) followSidecar() {
 				sw.Follow(e.locks.WatchPath())
 			}
 			e.logf(slog.LevelInfo, "cleolease: liveness files removed or replaced while in use; this process now also keeps its locks in the new ones", "mark", e.locks.Mark())
+			e.checkLockingAfterMove()
 			e.bell.wake() // a lingering holder looks at the waiters it could not see
 		}
 	}

@@ -28,6 +28,10 @@ var (
 	// ErrTierConflict: processes built with the other Linux liveness tier
 	// (with or without the build tag cleolease_portable) use the database.
 	ErrTierConflict = api.ErrTierConflict
+	// ErrLockingConflict: another live process of the file takes SQLite
+	// file locks that do not exclude this process's; the *LeaseError's
+	// Reason names both kinds.
+	ErrLockingConflict = api.ErrLockingConflict
 	// ErrSidecarDir: the liveness files cannot prove a holder alive where
 	// they are; give every process of the host the same _lease_sidecar_dir
 	// (a local directory), or none. The *LeaseError's Reason says which.

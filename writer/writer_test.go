@@ -11,6 +11,7 @@ import (
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/testdir"
+	"github.com/cleocode/cleolease/lease"
 	"github.com/cleocode/cleolease/writer"
 )
 
@@ -88,6 +89,8 @@ func TestRootNamesAreWriters(t *testing.T) {
 		{cleolease.ErrReplica, writer.ErrReplica},
 		{cleolease.ErrNetworkFS, writer.ErrNetworkFS},
 		{cleolease.ErrExclusiveLocking, writer.ErrExclusiveLocking},
+		{cleolease.ErrLockingConflict, writer.ErrLockingConflict},
+		{writer.ErrLockingConflict, lease.ErrLockingConflict},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%v is not writer's %v", pair[0], pair[1])

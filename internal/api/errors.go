@@ -34,6 +34,13 @@ var (
 	// (with or without the build tag cleolease_portable) use the database;
 	// build every program that shares the file with the same tags.
 	ErrTierConflict = lease.ErrTierConflict
+	// ErrLockingConflict: another live process of the file takes SQLite
+	// file locks that do not exclude this process's (flock and POSIX
+	// record locks, say: a base built with other locking), so their writes
+	// could overlap; the first connect is refused and writes nothing. The
+	// *LeaseError's Reason names both kinds; build every program that
+	// shares the file with compatible locking.
+	ErrLockingConflict = lease.ErrLockingConflict
 	// ErrSidecarDir: the liveness files cannot prove a holder alive where
 	// they are (their locks are not seen from another open file, or
 	// processes of this host keep them in different places: beside the

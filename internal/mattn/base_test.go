@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,5 +79,17 @@ func TestOpenPrivateAndInspectDSN(t *testing.T) {
 			t.Fatalf("write through InspectDSN(immutable=%v): %v, want SQLite's read-only error", immutable, err)
 		}
 		ro.Close()
+	}
+}
+
+// go-sqlite3's SQLite locks the database with SQLite's unix VFS (POSIX
+// record locks), or its win32 VFS on Windows.
+func TestLocking(t *testing.T) {
+	want := sqlbase.LockingPOSIX
+	if runtime.GOOS == "windows" {
+		want = sqlbase.LockingWin32
+	}
+	if got := For(nil).Locking(); got != want {
+		t.Fatalf("Locking() = %q on %s, want %q", got, runtime.GOOS, want)
 	}
 }

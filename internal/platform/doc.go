@@ -4,7 +4,9 @@
 //   - liveness evidence: a lock each process holds for its lifetime on a
 //     file of its own, tested by its peers (Locks, locks*.go), followed
 //     to the new file when it is removed while in use (Follower,
-//     locks_follow.go);
+//     locks_follow.go), beside which each process announces the kind of
+//     SQLite file lock it uses with a shared lock of its life (Announcer,
+//     locks.go);
 //   - wake-up transport: datagrams between the processes of one database
 //     (Bell, bell*.go);
 //   - file watch: exits of peers and changes of the database's identity,

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"errors"
 	"hash/fnv"
 	"strconv"
 )
@@ -61,6 +62,58 @@ type Arrivals interface {
 	// when it cannot be taken promptly.
 	NextTicket() int64
 }
+
+// Announcer is implemented by the Locks that OpenLocks returns: each
+// process announces, on the liveness files, the kind of file lock its
+// SQLite takes on the database (a number below MaxKinds that the caller
+// gives each kind: package lease numbers sqlbase's Locking kinds), with a
+// shared lock it holds for its whole life, so that the kernel drops the
+// announcement when the process dies, however it dies: nothing to clean
+// up, and nothing written in the database (opens stay write-free, as on a
+// LiteFS replica). A process whose own kind cannot coexist with one that
+// another process announces refuses to open. Each announces first and
+// tests afterwards, so of two processes opening at once at least one sees
+// the other.
+//
+// Where the announcement lives: on the Linux tier and Windows, a shared
+// byte-range lock on the sidecar byte kindOffset+kind (locks_bytes.go);
+// in the portable tier, a shared flock on the file "k-<kind>" of the lock
+// directory (locks_flock.go). Tests and simulations whose Locks do not
+// implement it announce nothing.
+type Announcer interface {
+	// Announce takes, for the rest of this process's life (until Close),
+	// the shared lock that announces kind. A process announces one kind:
+	// the same kind again is a no-op that puts the announcement back where
+	// it was lost (a lock file removed), another kind an error.
+	Announce(kind int) error
+	// Announced reports whether another process announces kind. kind must
+	// not be the one this process announces (ErrOwnKind): a test on
+	// Windows and in the portable tier would see this process's own lock.
+	Announced(kind int) (bool, error)
+}
+
+// MaxKinds bounds the kinds an Announcer tells apart: kinds are 0 to
+// MaxKinds-1.
+const MaxKinds = 64
+
+// ErrOwnKind reports a test (Announced) of the kind this process
+// announces itself.
+var ErrOwnKind = errors.New("the kind tested is this process's own")
+
+// errKind reports a kind out of range, or a second kind announced by one
+// process.
+var errKind = errors.New("lock kind out of range or different from the one announced")
+
+// testTries is how many times Announced tests a kind it finds held before
+// it reports it announced. On Windows and in the portable tier a test
+// takes an exclusive lock for a few microseconds, so a peer testing the
+// same kind at that moment (two processes of one kind opening at once)
+// makes it look held, whereas an announcement stays for its process's
+// life: one test that finds the kind free settles it.
+const testTries = 20
+
+// validKind reports whether kind can be announced.
+func validKind(kind int) bool { return kind >= 0 && kind < MaxKinds }
 
 // Proof is what a probe of a lifetime lock proves.
 type Proof int

@@ -16,12 +16,14 @@ import (
 // byteLocks keeps every process's evidence as byte-range locks on one
 // shared sidecar file, "<db>-cleolease": the lifetime lock is a write lock
 // on the byte at the process's slot, a want a shared lock on the byte
-// base+slot, and the arrival counter 8 bytes at ticketOffset guarded by a
-// write lock on them. Nobody reads or writes the lock bytes (on Windows
-// the locks are mandatory). The locks belong to the open file (Linux
-// open-file-description locks, rangelock_linux.go; LockFileEx on a
-// handle, rangelock_windows.go): closing another descriptor of the
-// sidecar drops none of them, and they are never taken on the database.
+// base+slot, the kind of SQLite file lock the process uses (Announcer) a
+// shared lock on the byte kindOffset+kind, and the arrival counter 8 bytes
+// at ticketOffset guarded by a write lock on them. Nobody reads or writes
+// the lock bytes (on Windows the locks are mandatory). The locks belong to
+// the open file (Linux open-file-description locks, rangelock_linux.go;
+// LockFileEx on a handle, rangelock_windows.go): closing another
+// descriptor of the sidecar drops none of them, and they are never taken
+// on the database.
 type byteLocks struct {
 	path string
 	f    *os.File
@@ -31,6 +33,7 @@ type byteLocks struct {
 
 	mu    sync.Mutex
 	wants map[int64]bool // the bases of the lanes this process announces a want for
+	kind  int            // the kind this process announces here, plus one (0: none)
 }
 
 // ranges is the OS's byte-range locks on one open file of the sidecar:
@@ -67,6 +70,12 @@ const ticketOffset = 16
 // TicketOffset is where the arrival counter lives in the sidecar, for
 // tests that write rows naming it.
 const TicketOffset = ticketOffset
+
+// kindOffset is the first of the MaxKinds sidecar bytes on which the
+// processes announce the kind of SQLite file lock they use (Announcer):
+// beyond the data (the arrival counter) and tierByte, below the lowest
+// slot (1<<20) and every lane's want region (from 1<<47).
+const kindOffset = 1 << 12
 
 // OpenLocks creates (with mode's permission bits) or opens the sidecar of
 // the database at dbPath and takes this process's lifetime lock at slot;
@@ -225,6 +234,60 @@ func (s *byteLocks) SetWant(base int64, on bool) error {
 		s.markWant(base, false)
 	}
 	return err
+}
+
+// Announce takes the shared lock on the byte kindOffset+kind. On Windows
+// a peer's test of that kind (Announced) holds an exclusive lock on it for
+// a few microseconds, during which the lock fails: it is tried again for
+// up to about 10 ms, as SetWant does; errBusy after that.
+func (s *byteLocks) Announce(kind int) error {
+	if s.slot == 0 {
+		return ErrUnsupported // a read-only Locks
+	}
+	s.mu.Lock()
+	had := s.kind
+	s.mu.Unlock()
+	if !validKind(kind) || had != 0 && had != kind+1 {
+		return errKind
+	}
+	if had == kind+1 {
+		return nil
+	}
+	// Not under mu, which the release path takes (othersRegion). Only one
+	// Announce runs at a time: followLocks serialises them.
+	err := s.r.lock(kindOffset+int64(kind), 1, false)
+	for i := 0; errors.Is(err, errBusy) && i < 200; i++ {
+		time.Sleep(50 * time.Microsecond)
+		err = s.r.lock(kindOffset+int64(kind), 1, false)
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.kind = kind + 1
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// Announced tests the byte kindOffset+kind for another open file's lock
+// (on Windows, by taking an exclusive lock on it and dropping it: a byte
+// found held is tested again, see testTries).
+func (s *byteLocks) Announced(kind int) (bool, error) {
+	if !validKind(kind) {
+		return false, errKind
+	}
+	s.mu.Lock()
+	own := s.kind == kind+1
+	s.mu.Unlock()
+	if own {
+		return false, ErrOwnKind
+	}
+	for i := 1; ; i++ {
+		held, err := s.r.test(kindOffset+int64(kind), 1, true)
+		if err != nil || !held || i == testTries {
+			return held, err
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 // markWant records whether this process announces a want at base.

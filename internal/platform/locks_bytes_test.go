@@ -168,3 +168,93 @@ func TestSetWantBusyWindowsModel(t *testing.T) {
 		t.Fatal("a failed want is seen")
 	}
 }
+
+// With Windows' answers (a test takes an exclusive lock and drops it, and
+// sees the handle's own locks), a process's announced kind is seen by the
+// others, its own is never tested (ErrOwnKind), a test leaves no lock
+// behind, and an announcement made while a peer tests that kind is tried
+// again once the test is over; one under a lock never dropped ends in
+// errBusy, recorded nowhere.
+func TestAnnounceWindowsModel(t *testing.T) {
+	var tab lockTable
+	a, b := modelLocks(&tab, "a"), modelLocks(&tab, "b")
+	if err := a.Announce(1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Announced(1); !got || err != nil {
+		t.Fatalf("a's kind seen by b: %v, %v", got, err)
+	}
+	if _, err := a.Announced(1); !errors.Is(err, ErrOwnKind) {
+		t.Fatalf("a testing its own kind: %v; want ErrOwnKind", err)
+	}
+	if got, err := a.Announced(2); got || err != nil {
+		t.Fatalf("a kind nobody announces: %v, %v", got, err)
+	}
+	if err := b.Announce(2); err != nil {
+		t.Fatalf("announcing a kind just tested: %v (the test left a lock behind)", err)
+	}
+	if got, err := a.Announced(2); !got || err != nil {
+		t.Fatalf("b's kind seen by a: %v, %v", got, err)
+	}
+	if err := b.Announce(1); !errors.Is(err, errKind) {
+		t.Fatalf("a second kind: %v; want errKind", err)
+	}
+
+	// c is inside Announced(4): it holds the byte, and drops it after
+	// the first announcement that fails meanwhile.
+	c, d := modelLocks(&tab, "c"), modelLocks(&tab, "d")
+	if err := c.r.lock(kindOffset+4, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	busy := 0
+	tab.onBusy = func() {
+		if busy++; busy == 1 {
+			c.r.unlock(kindOffset+4, 1)
+		}
+	}
+	if err := d.Announce(4); err != nil {
+		t.Fatalf("Announce during a peer's test: %v", err)
+	}
+	if busy == 0 {
+		t.Fatal("the model's peer test did not get in the way: the test proves nothing")
+	}
+	tab.onBusy = nil
+	if got, err := c.Announced(4); !got || err != nil {
+		t.Fatalf("d's kind after the peer's test: %v, %v", got, err)
+	}
+
+	// A peer testing kind 6 at the moment this process tests it (two
+	// processes of one kind opening at once) holds it for a moment: not an
+	// announcement.
+	if err := c.r.lock(kindOffset+6, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	busy = 0
+	tab.onBusy = func() {
+		if busy++; busy == 1 {
+			c.r.unlock(kindOffset+6, 1)
+		}
+	}
+	if got, err := d.Announced(6); got || err != nil {
+		t.Fatalf("a kind under a peer's test: %v, %v; want not announced", got, err)
+	}
+	if busy == 0 {
+		t.Fatal("the model's peer test did not get in the way: the test proves nothing")
+	}
+	tab.onBusy = nil
+
+	e := modelLocks(&tab, "e")
+	if err := c.r.lock(kindOffset+5, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Announce(5); !errors.Is(err, errBusy) {
+		t.Fatalf("Announce under a lock never dropped: %v, want errBusy", err)
+	}
+	c.r.unlock(kindOffset+5, 1)
+	if got, _ := c.Announced(5); got {
+		t.Fatal("a failed announcement is seen")
+	}
+	if err := e.Announce(5); err != nil {
+		t.Fatalf("Announce once the lock is gone: %v", err)
+	}
+}

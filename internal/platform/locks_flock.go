@@ -24,6 +24,8 @@ import (
 //
 //	h-<slot>          each process's lifetime file, locked exclusively for its life
 //	w-<base>/<slot>   a want: the waiter's file, locked exclusively while it waits
+//	k-<kind>          the kind of SQLite file lock a process uses (Announcer):
+//	                  every process of that kind holds a shared lock on it for its life
 //	ticket            the arrival counter (8 bytes), locked while it is taken
 //
 // A peer tests a lock by taking a shared lock without waiting on a
@@ -38,8 +40,10 @@ type flockLocks struct {
 	ticket *os.File
 	tier   func() // leaves the tier (tier_linux.go); nil elsewhere
 
-	mu    sync.Mutex
-	wants map[int64]*os.File // this process's want files, by lane base
+	mu       sync.Mutex
+	wants    map[int64]*os.File // this process's want files, by lane base
+	kind     int                // the kind this process announces, plus one (0: none)
+	kindFile *os.File           // the kind file it holds its shared lock on
 }
 
 // TicketOffset is where the arrival counter lives in the ticket file.
@@ -305,6 +309,134 @@ func (s *flockLocks) sweep() {
 	}
 }
 
+// kindPath is the file of the processes that announce kind.
+func (s *flockLocks) kindPath(kind int) string {
+	return filepath.Join(s.dir, "k-"+hex(int64(kind)))
+}
+
+// Announce takes a shared flock on the kind file k-<kind>, creating it,
+// for the rest of this process's life. Kind files are never removed: every
+// process of a kind shares one. When the path no longer names the file
+// this process locked (a cleaner removed it, or the whole directory:
+// Refresh announces again on the newest generation), it locks the file
+// the path names now, creating it.
+func (s *flockLocks) Announce(kind int) error {
+	if s.life == nil {
+		return ErrUnsupported // a read-only Locks
+	}
+	s.mu.Lock()
+	had, old := s.kind, s.kindFile
+	s.mu.Unlock()
+	if !validKind(kind) || had != 0 && had != kind+1 {
+		return errKind
+	}
+	p := s.kindPath(kind)
+	if had == kind+1 {
+		if same, err := sameFile(old, p); same || err != nil {
+			return err
+		}
+	}
+	mode := fs.FileMode(0o600)
+	if fi, err := s.life.Stat(); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	// Not under mu, which SetWant takes. Only one Announce runs at a
+	// time: followLocks serialises them.
+	f, err := shareFile(p, mode)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wants == nil { // closed meanwhile
+		f.Close()
+		return os.ErrClosed
+	}
+	if s.kindFile != nil {
+		s.kindFile.Close() // its lock is on a file nobody finds any more
+	}
+	s.kindFile, s.kind = f, kind+1
+	return nil
+}
+
+// shareFile opens (creating it, and its directory, if needed) the file at
+// p, takes a shared flock on it and checks that p still names it. Opened
+// read-only: a shared flock needs no more, and a kind file another user's
+// process created is readable where the database is. A peer's test
+// (Announced) holds an exclusive lock on it for a few microseconds: the
+// lock is tried again for up to about 10 ms, as lockTicket does.
+func shareFile(p string, mode fs.FileMode) (*os.File, error) {
+	var err error
+	for attempt := 0; attempt < 200; attempt++ {
+		if attempt > 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		if err = os.MkdirAll(filepath.Dir(p), dirMode(mode)); err != nil {
+			return nil, err
+		}
+		var f *os.File
+		f, err = os.OpenFile(p, os.O_RDONLY|os.O_CREATE, mode.Perm())
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the directory was removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err = flock(f, unix.LOCK_SH); err == nil {
+			var same bool
+			if same, err = sameFile(f, p); same {
+				return f, nil
+			}
+			if err == nil {
+				err = errBusyFlock // removed meanwhile: open the new one
+			}
+		}
+		f.Close()
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, errBusyFlock) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("lock %s: %w", p, err)
+}
+
+// Announced tests the kind file k-<kind> that its path names: an
+// exclusive flock on a descriptor of its own fails while another open
+// file holds its shared lock (closing that descriptor drops only its own
+// flock: flock locks belong to the open file). No kind file: nobody
+// announces the kind. A file found locked is tested again (a peer's test
+// locks it too for a moment, see testTries).
+func (s *flockLocks) Announced(kind int) (bool, error) {
+	if !validKind(kind) {
+		return false, errKind
+	}
+	s.mu.Lock()
+	own := s.kind == kind+1
+	s.mu.Unlock()
+	if own {
+		return false, ErrOwnKind
+	}
+	f, err := os.Open(s.kindPath(kind))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for i := 1; ; i++ {
+		switch err := flock(f, unix.LOCK_EX); {
+		case err == nil:
+			flock(f, unix.LOCK_UN)
+			return false, nil
+		case !errors.Is(err, unix.EWOULDBLOCK):
+			return false, err
+		case i == testTries:
+			return true, nil
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
 func (s *flockLocks) wantDir(base int64) string { return filepath.Join(s.dir, "w-"+hex(base)) }
 
 func (s *flockLocks) SetWant(base int64, on bool) error {
@@ -477,6 +609,10 @@ func (s *flockLocks) Close() error {
 		os.Remove(s.wantDir(base)) // fails unless empty
 	}
 	s.wants = nil
+	if s.kindFile != nil {
+		s.kindFile.Close() // the file stays, for the other processes of the kind
+		s.kindFile, s.kind = nil, 0
+	}
 	s.mu.Unlock()
 	var err error
 	if s.life != nil {

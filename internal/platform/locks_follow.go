@@ -31,7 +31,11 @@ import (
 // from the file whose mark the holder recorded (the only one whose
 // generation answers Released). Wants are announced, tickets taken and
 // the mark recorded in the newest file; a want announced before the move
-// stays in the old file too, where peers that have not moved look.
+// stays in the old file too, where peers that have not moved look. So does
+// the kind of SQLite file lock the process announced (Announcer): Refresh
+// announces it in the new file too, and on every call puts it back in the
+// newest one if it was lost there (the portable tier's kind file removed
+// alone); Announced asks every file.
 //
 // On Windows the sidecar cannot be removed while a process has it open
 // (Go's os.OpenFile shares it without FILE_SHARE_DELETE, so DeleteFile and
@@ -46,12 +50,15 @@ type Follower interface {
 	// Refresh checks that the liveness files' path still names the file
 	// this process took its lifetime lock in. When it does not (removed,
 	// renamed, replaced), it opens the file the path names now, creating
-	// it, takes the lifetime lock there, announces there the wants this
-	// process holds, raises its arrival counter to the old one's, and from
-	// then on announces wants, takes tickets and reports Mark from the new
-	// file, keeping the old ones open and locked until Close. moved reports
-	// such a move. An error means that the check or the new file failed:
-	// the process stays where it was, and the next Refresh tries again.
+	// it, takes the lifetime lock there, announces there the wants and the
+	// kind (Announcer) this process holds, raises its arrival counter to
+	// the old one's, and from then on announces wants, takes tickets and
+	// reports Mark from the new file, keeping the old ones open and locked
+	// until Close. moved reports such a move. When the path still names
+	// the file, the kind's announcement is put back there if it was lost
+	// (a no-op otherwise). An error means that the check, the new file or
+	// the announcement failed: the process stays where it was, and the
+	// next Refresh tries again.
 	Refresh() (moved bool, err error)
 	// Sees reports whether the process whose lifetime lock is at slot,
 	// recorded as mark (Mark), keeps it in a file this process sees: one
@@ -66,6 +73,7 @@ type Follower interface {
 // lifetime lock in it.
 type generation interface {
 	Locks
+	Announcer
 	// current reports whether the path still names the file (the lifetime
 	// file) this generation locked; an error when that cannot be told.
 	current() (bool, error)
@@ -101,6 +109,7 @@ type followLocks struct {
 
 	mu     sync.Mutex
 	wants  map[int64]bool // the lanes (want bases) this process announces
+	kind   int            // the kind this process announces, plus one (0: none)
 	closed bool
 }
 
@@ -147,8 +156,17 @@ func (f *followLocks) Refresh() (bool, error) {
 	gens := *f.gens.Load()
 	cur := gens[len(gens)-1]
 	same, err := cur.current()
-	if err != nil || same {
+	if err != nil {
 		return false, err
+	}
+	if same {
+		if f.kind != 0 {
+			// A no-op while the announcement is where it was put; it puts
+			// back one that was lost (a kind file removed alone) or that a
+			// move could not make.
+			return false, cur.Announce(f.kind - 1)
+		}
+		return false, nil
 	}
 	g, err := f.open()
 	if err == nil && g == nil {
@@ -164,6 +182,10 @@ func (f *followLocks) Refresh() (bool, error) {
 		// want it holds. A shared lock on a new file fails only under a
 		// Windows peer's test, and no sidecar moves there.
 		g.SetWant(base, true)
+	}
+	if f.kind != 0 {
+		// Best effort too: the next Refresh tries again (see above).
+		g.Announce(f.kind - 1)
 	}
 	next := append(slices.Clone(gens), g)
 	if len(next) > maxGenerations {
@@ -219,6 +241,45 @@ func (f *followLocks) Probe(slot int64, mark string) Proof {
 		}
 	}
 	return p
+}
+
+// Announce announces kind in the newest file (Announcer); Refresh
+// announces it in every later one.
+func (f *followLocks) Announce(kind int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !validKind(kind) || f.kind != 0 && f.kind != kind+1 {
+		return errKind
+	}
+	if err := f.newest().Announce(kind); err != nil {
+		return err
+	}
+	f.kind = kind + 1
+	return nil
+}
+
+// Announced reports an announcement of kind by another process found in
+// any file this process has locked (the newest only in the portable tier,
+// whose tests go by path); an error only when no file shows one and a
+// test failed.
+func (f *followLocks) Announced(kind int) (bool, error) {
+	f.mu.Lock()
+	own := f.kind == kind+1
+	f.mu.Unlock()
+	if own {
+		return false, ErrOwnKind
+	}
+	var err error
+	for _, g := range f.asked() {
+		a, e := g.Announced(kind)
+		if a {
+			return true, nil
+		}
+		if err == nil {
+			err = e
+		}
+	}
+	return false, err
 }
 
 // SetWant announces a want in the newest file; a dropped want is dropped

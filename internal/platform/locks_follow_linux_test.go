@@ -185,3 +185,69 @@ func BenchmarkAnyWants(b *testing.B) {
 		})
 	}
 }
+
+// A process's announced kind (Announcer) follows the liveness files: after
+// they are removed, a process that opens on new ones does not see it until
+// the process moves (Refresh), then does, and so does a process that has
+// not moved; the moved process sees the newcomer's kind. In the portable
+// tier a kind file removed alone is put back by the next Refresh.
+func TestFollowAnnounceRemovedSidecar(t *testing.T) {
+	db := newDB(t)
+	open := func(id string) Locks {
+		l, err := OpenLocks(db, 0o644, SlotFor(id))
+		if err != nil || l == nil {
+			t.Fatalf("open %s: %v %v", id, l, err)
+		}
+		return l
+	}
+	announced := func(l Locks, kind int) bool {
+		t.Helper()
+		got, err := l.(Announcer).Announced(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	a, b := open("a"), open("b")
+	defer a.Close()
+	defer b.Close()
+	if err := a.(Announcer).Announce(1); err != nil {
+		t.Fatal(err)
+	}
+	removeLiveness(t, db)
+	c := open("c")
+	defer c.Close()
+	if err := c.(Announcer).Announce(2); err != nil {
+		t.Fatal(err)
+	}
+	if announced(c, 1) {
+		t.Fatal("a newcomer saw the kind of a process that has not followed the files")
+	}
+	if moved, err := a.(Follower).Refresh(); !moved || err != nil {
+		t.Fatalf("Refresh: moved %v, %v", moved, err)
+	}
+	if !announced(c, 1) {
+		t.Fatal("after a moved, the newcomer does not see its kind")
+	}
+	if !announced(a, 2) {
+		t.Fatal("after a moved, it does not see the newcomer's kind")
+	}
+	if !announced(b, 1) {
+		t.Fatal("a process that has not moved lost a's kind")
+	}
+	if !Portable {
+		return
+	}
+	if err := os.Remove(filepath.Join(db+"-cleolease.d", "k-1")); err != nil {
+		t.Fatal(err)
+	}
+	if announced(c, 1) {
+		t.Fatal("a kind seen with its file removed")
+	}
+	if moved, err := a.(Follower).Refresh(); moved || err != nil {
+		t.Fatalf("Refresh with the lock directory in place: moved %v, %v", moved, err)
+	}
+	if !announced(c, 1) {
+		t.Fatal("Refresh did not put back the removed kind file")
+	}
+}

@@ -21,10 +21,12 @@ type fakeGen struct {
 	calls  map[string]int   // method calls, by name
 	errs   map[string]error // injected errors, by method name
 	seenBy func(int64, string) bool
+	kind   int          // the kind this process announces in this file, plus one
+	kinds  map[int]bool // the kinds other processes announce in this file
 }
 
 func newFakeGen(mark string, slot int64) *fakeGen {
-	return &fakeGen{mark: mark, slot: slot, held: map[int64]bool{slot: true}, wants: map[[2]int64]bool{}, calls: map[string]int{}, errs: map[string]error{}}
+	return &fakeGen{mark: mark, slot: slot, held: map[int64]bool{slot: true}, wants: map[[2]int64]bool{}, calls: map[string]int{}, errs: map[string]error{}, kinds: map[int]bool{}}
 }
 
 func (g *fakeGen) Slot() int64       { return g.slot }
@@ -70,6 +72,18 @@ func (g *fakeGen) CountWants(base int64, limit int) (int, error) {
 		}
 	}
 	return n, nil
+}
+func (g *fakeGen) Announce(kind int) error {
+	g.calls["Announce"]++
+	if err := g.errs["Announce"]; err != nil {
+		return err
+	}
+	g.kind = kind + 1
+	return nil
+}
+func (g *fakeGen) Announced(kind int) (bool, error) {
+	g.calls["Announced"]++
+	return g.kinds[kind], g.errs["Announced"]
 }
 func (g *fakeGen) NextTicket() int64       { g.ticket++; return g.ticket }
 func (g *fakeGen) current() (bool, error)  { return !g.gone, g.errs["current"] }
@@ -215,7 +229,8 @@ func TestFollowByPathAsksNewest(t *testing.T) {
 	f.AnyWants(base)
 	f.Probe(1<<22, "f9")
 	f.Wants(base, 1<<22)
-	if len(old.calls) != 0 || nu.calls["CountWants"] != 1 || nu.calls["Probe"] != 1 || nu.calls["Wants"] != 1 {
+	f.Announced(1)
+	if len(old.calls) != 0 || nu.calls["CountWants"] != 1 || nu.calls["Probe"] != 1 || nu.calls["Wants"] != 1 || nu.calls["Announced"] != 1 {
 		t.Fatalf("calls: old %v, new %v; want the newest only", old.calls, nu.calls)
 	}
 }
@@ -253,5 +268,70 @@ func TestFollowFailureAndBound(t *testing.T) {
 	}
 	if !first.closed || !opened[2].closed || opened[3].closed {
 		t.Fatal("not the oldest files closed")
+	}
+}
+
+// The kind of SQLite file lock this process announces (Announcer) follows
+// the files: announced in the newest file, announced again in each file
+// moved to, put back on a later Refresh when that failed; Announced asks
+// every file and refuses this process's own kind.
+func TestFollowAnnounce(t *testing.T) {
+	const me, kind, late, notMoved = 1 << 21, 2, 1, 4
+	old, nu := newFakeGen("100", me), newFakeGen("200", me)
+	f := followOver(old, nu)
+	if err := f.Announce(kind); err != nil || old.kind != kind+1 {
+		t.Fatalf("Announce: %v, kind in the file %d", err, old.kind-1)
+	}
+	if err := f.Announce(kind + 1); !errors.Is(err, errKind) {
+		t.Fatalf("a second kind: %v; want errKind", err)
+	}
+	if err := f.Announce(MaxKinds); !errors.Is(err, errKind) {
+		t.Fatalf("a kind out of range: %v; want errKind", err)
+	}
+	if _, err := f.Announced(kind); !errors.Is(err, ErrOwnKind) {
+		t.Fatalf("Announced of its own kind: %v; want ErrOwnKind", err)
+	}
+	// A process that opened after the removal announces in the new file
+	// only: unseen before the move.
+	nu.kinds[late] = true
+	old.kinds[notMoved] = true
+	if a, err := f.Announced(late); a || err != nil {
+		t.Fatalf("a kind in a file not yet followed: %v, %v; want unseen", a, err)
+	}
+	// Refresh with the path naming the same file announces again: a no-op
+	// for the file, which puts back an announcement it lost.
+	old.kind = 0
+	if moved, err := f.Refresh(); moved || err != nil || old.kind != kind+1 {
+		t.Fatalf("Refresh in place: moved %v, %v, kind %d; want the announcement put back", moved, err, old.kind-1)
+	}
+	old.gone = true
+	nu.errs["Announce"] = errors.New("EIO")
+	if moved, err := f.Refresh(); !moved || err != nil {
+		t.Fatalf("Refresh after the sidecar was replaced: moved %v, %v", moved, err)
+	}
+	if nu.kind != 0 {
+		t.Fatal("an announcement that failed is recorded")
+	}
+	if _, err := f.Refresh(); err == nil {
+		t.Fatal("Refresh while the announcement keeps failing: no error")
+	}
+	delete(nu.errs, "Announce")
+	if moved, err := f.Refresh(); moved || err != nil || nu.kind != kind+1 {
+		t.Fatalf("Refresh once the file takes it: moved %v, %v, kind %d; want it announced in the new file", moved, err, nu.kind-1)
+	}
+	if old.kind != kind+1 {
+		t.Fatal("the old file lost the announcement its peers that have not moved look for")
+	}
+	for _, k := range []int{late, notMoved} {
+		if a, err := f.Announced(k); !a || err != nil {
+			t.Fatalf("Announced(%d) after the move: %v, %v; want seen in either file", k, a, err)
+		}
+	}
+	old.errs["Announced"] = errors.New("EIO")
+	if a, err := f.Announced(late); !a || err != nil {
+		t.Fatalf("Announced with one file failing and the other showing it: %v, %v", a, err)
+	}
+	if a, err := f.Announced(0); a || err == nil {
+		t.Fatalf("Announced with one file failing and none showing it: %v, %v; want the error", a, err)
 	}
 }

@@ -12,9 +12,11 @@ import (
 )
 
 // TestMain lets a test start this binary as a child that only sleeps
-// (CLEOLEASE_PLATFORM_SLEEP set) until it is killed, or that rings the
+// (CLEOLEASE_PLATFORM_SLEEP set) until it is killed, that rings the
 // doorbell "a" of the database CLEOLEASE_PLATFORM_RING names with the
-// message "ring" from a doorbell "b" of its own, and exits.
+// message "ring" from a doorbell "b" of its own, and exits, or that
+// announces a kind on the liveness files of the database
+// CLEOLEASE_PLATFORM_ANNOUNCE names (announceChild).
 func TestMain(m *testing.M) {
 	if os.Getenv("CLEOLEASE_PLATFORM_SLEEP") != "" {
 		time.Sleep(time.Hour)
@@ -22,6 +24,9 @@ func TestMain(m *testing.M) {
 	}
 	if db := os.Getenv("CLEOLEASE_PLATFORM_RING"); db != "" {
 		os.Exit(ringFromChild(db))
+	}
+	if db := os.Getenv("CLEOLEASE_PLATFORM_ANNOUNCE"); db != "" {
+		os.Exit(announceChild(db))
 	}
 	os.Exit(m.Run())
 }

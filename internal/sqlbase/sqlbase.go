@@ -70,6 +70,10 @@ type Base interface {
 	// when they open connections the same way (the same configured driver
 	// value): a process's engine of one file serves only one Key.
 	Key() any
+	// Locking is the kind of file lock the base's SQLite takes on the
+	// database (Locking): what this process announces beside the database,
+	// so that a process whose locks would not exclude its own is refused.
+	Locking() Locking
 }
 
 var (

@@ -222,3 +222,16 @@ func TestInspectDSN(t *testing.T) {
 		t.Fatalf("write on the read-only connection: %v, want a refused write", err)
 	}
 }
+
+// modernc's SQLite locks the database with SQLite's unix VFS (POSIX record
+// locks), as C SQLite does (go-sqlite3: the two coexist), or its win32 VFS
+// on Windows.
+func TestLocking(t *testing.T) {
+	want := sqlbase.LockingPOSIX
+	if runtime.GOOS == "windows" {
+		want = sqlbase.LockingWin32
+	}
+	if got := base.For(nil).Locking(); got != want {
+		t.Fatalf("Locking() = %q on %s, want %q", got, runtime.GOOS, want)
+	}
+}
