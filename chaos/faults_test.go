@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -131,7 +132,13 @@ func (r *ledgerRun) removeSidecar(rng *rand.Rand) {
 	}
 	dir := r.path + "-cleolease.d"
 	if _, err := os.Lstat(dir); err == nil {
-		if err := os.RemoveAll(dir); err != nil {
+		// As a cleaner's rm -rf does, retry while live processes create
+		// files in the directory between the walk and the final rmdir.
+		err := os.RemoveAll(dir)
+		for i := 0; i < 20 && errors.Is(err, syscall.ENOTEMPTY); i++ {
+			err = os.RemoveAll(dir)
+		}
+		if err != nil {
 			r.oddity("remove the sidecar directory: %v", err)
 		} else {
 			gone = append(gone, "-cleolease.d")
