@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,8 +103,7 @@ func (b *Base) InspectDSN(path string, immutable bool, timeout time.Duration) st
 	if immutable {
 		q = "mode=ro&immutable=1"
 	}
-	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q}
-	return u.String()
+	return sqlbase.FileURI(path, q)
 }
 
 // withStmtCache adds _stmt_cache_size=32 to dsn unless it sets a size.

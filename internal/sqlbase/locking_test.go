@@ -4,16 +4,16 @@ import "testing"
 
 // Coexists, for every pair of kinds: the same kind, and POSIX record locks
 // with OFD locks (either way round); nothing else, unknown kinds
-// included.
+// included; no locks coexist with nothing, themselves included.
 func TestLockingCoexists(t *testing.T) {
-	kinds := []Locking{LockingPOSIX, LockingOFD, LockingFlock, LockingDotlk, LockingWin32, "vfs-of-the-future"}
+	kinds := []Locking{LockingPOSIX, LockingOFD, LockingFlock, LockingDotlk, LockingWin32, LockingNone, "vfs-of-the-future"}
 	coexist := map[[2]Locking]bool{
 		{LockingPOSIX, LockingOFD}: true,
 		{LockingOFD, LockingPOSIX}: true,
 	}
 	for _, a := range kinds {
 		for _, b := range kinds {
-			want := a == b || coexist[[2]Locking{a, b}]
+			want := (a == b || coexist[[2]Locking{a, b}]) && a != LockingNone && b != LockingNone
 			if got := a.Coexists(b); got != want {
 				t.Errorf("%s.Coexists(%s) = %v, want %v", a, b, got, want)
 			}
@@ -35,6 +35,8 @@ func TestLockingCoexists(t *testing.T) {
 		{LockingFlock, LockingFlock, true},
 		{LockingWin32, LockingWin32, true},
 		{LockingWin32, LockingPOSIX, false},
+		{LockingNone, LockingNone, false},
+		{LockingNone, LockingPOSIX, false},
 	} {
 		if got := c.a.Coexists(c.b); got != c.want {
 			t.Errorf("table: %s.Coexists(%s) = %v, want %v", c.a, c.b, got, c.want)

@@ -1,6 +1,9 @@
 package sqlbase
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // SQLite's own reading of a database name: the "file:" URI syntax
 // (sqlite.org/uri.html) every base passes on to SQLite.
@@ -130,4 +133,12 @@ func unhex(b byte) byte {
 	default:
 		return b - 'A' + 10
 	}
+}
+
+// FileURI returns the "file:" URI of the file path (its characters that
+// URIs reserve %-escaped, as SQLite decodes them) with the query query
+// (already encoded; "" for none).
+func FileURI(path, query string) string {
+	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: query}
+	return u.String()
 }

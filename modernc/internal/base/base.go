@@ -17,9 +17,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -137,7 +135,7 @@ func (b *Base) Driver() *sqlite.Driver { return b.drv }
 // errors are modernc's own (*sqlite.Error, or its error naming a bad DSN
 // parameter). modernc keeps no prepared statements between uses.
 func (b *Base) OpenPrivate(ctx context.Context, dsn string) (driver.Conn, error) {
-	dsn = busyFirst(dsn)
+	dsn = sqlbase.BusyFirst(dsn)
 	return busy.RetryOpen(ctx, func() (driver.Conn, error) { return private.Open(dsn) })
 }
 
@@ -150,46 +148,5 @@ func (b *Base) InspectDSN(path string, immutable bool, timeout time.Duration) st
 	if immutable {
 		q = "mode=ro&immutable=1"
 	}
-	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q}
-	return u.String()
-}
-
-// busyFirst moves dsn's _pragma=busy_timeout parameters in front of its
-// other query parameters, keeping the order of the rest; a dsn without
-// one, or where it comes first already, is returned unchanged.
-func busyFirst(dsn string) string {
-	head, query, ok := strings.Cut(dsn, "?")
-	if !ok {
-		return dsn
-	}
-	var first, rest []string
-	for _, p := range strings.Split(query, "&") {
-		if isBusyPragma(p) {
-			first = append(first, p)
-		} else {
-			rest = append(rest, p)
-		}
-	}
-	if len(first) == 0 {
-		return dsn
-	}
-	return head + "?" + strings.Join(append(first, rest...), "&")
-}
-
-// isBusyPragma reports whether the query parameter p (raw, key=value) is
-// a _pragma that sets busy_timeout ("busy_timeout(N)", "busy_timeout=N",
-// any case).
-func isBusyPragma(p string) bool {
-	k, v, _ := strings.Cut(p, "=")
-	if k, err := url.QueryUnescape(k); err != nil || k != "_pragma" {
-		return false
-	}
-	v, err := url.QueryUnescape(v)
-	if err != nil {
-		return false
-	}
-	v = strings.ToLower(strings.TrimSpace(v))
-	name, _, _ := strings.Cut(v, "(")
-	name, _, _ = strings.Cut(name, "=")
-	return strings.TrimSpace(name) == "busy_timeout"
+	return sqlbase.FileURI(path, q)
 }

@@ -273,15 +273,15 @@ func checkValue(key, val string, ownVFS bool) error {
 // SQLite knows unless ownVFS (a VFS may answer PRAGMAs of its own).
 // Errors name the PRAGMA, never its argument.
 func checkPragma(val string, ownVFS bool) error {
-	p, ok := parsePragma(val)
+	p, ok := sqlbase.ParsePragma(val)
 	switch {
 	case strings.TrimSpace(val) == "":
 		return &sqlbase.ParamError{Param: "_pragma", Reason: "empty: SQLite cannot prepare a bare PRAGMA"}
 	case !ok:
-		return &sqlbase.ParamError{Param: "_pragma", Value: p.name, Reason: "not one PRAGMA statement, name(value) or name=value: modernc runs it as SQL text, and cleolease reads each _pragma as one PRAGMA"}
+		return &sqlbase.ParamError{Param: "_pragma", Value: p.Name, Reason: "not one PRAGMA statement, name(value) or name=value: modernc runs it as SQL text, and cleolease reads each _pragma as one PRAGMA"}
 	}
-	if known := knownPragmas(); !ownVFS && known != nil && !known[p.name] {
-		return &sqlbase.ParamError{Param: "_pragma", Value: p.name, Reason: "no PRAGMA of SQLite's has this name (SQLite ignores unknown PRAGMAs: a typo?)"}
+	if known := knownPragmas(); !ownVFS && known != nil && !known[p.Name] {
+		return &sqlbase.ParamError{Param: "_pragma", Value: p.Name, Reason: "no PRAGMA of SQLite's has this name (SQLite ignores unknown PRAGMAs: a typo?)"}
 	}
 	return nil
 }
@@ -317,75 +317,18 @@ var knownPragmas = sync.OnceValue(func() map[string]bool {
 	return names
 })
 
-// pragma is one _pragma value as SQLite parses "PRAGMA " + value.
-type pragma struct {
-	schema string // lower-cased; "" when unqualified
-	name   string // lower-cased
-	value  string // the argument, unquoted; "" for none
-	set    bool   // an argument is given (name(value) or name=value)
-	text   string // the value, trimmed and lower-cased: modernc's sort key
-}
-
-// main reports whether p applies to the main database.
-func (p pragma) main() bool { return p.schema == "" || p.schema == "main" }
-
-// parsePragma reads v as "[schema.]name", "[schema.]name(value)" or
-// "[schema.]name=value", with white space around the tokens and one
-// trailing ';' allowed; ok is false for anything else (p.name is what it
-// read of the name).
-func parsePragma(v string) (p pragma, ok bool) {
-	p.text = strings.ToLower(strings.TrimSpace(v))
-	s := strings.TrimSpace(v)
-	s = strings.TrimSpace(strings.TrimSuffix(s, ";"))
-	ident := func() string {
-		s = strings.TrimLeft(s, " \t\r\n\f")
-		i := 0
-		for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || i > 0 && s[i] >= '0' && s[i] <= '9') {
-			i++
-		}
-		id := strings.ToLower(s[:i])
-		s = strings.TrimLeft(s[i:], " \t\r\n\f")
-		return id
-	}
-	p.name = ident()
-	if strings.HasPrefix(s, ".") {
-		s = s[1:]
-		p.schema, p.name = p.name, ident()
-	}
-	if p.name == "" {
-		return p, false
-	}
-	switch {
-	case s == "":
-		return p, true
-	case s[0] == '=':
-		p.value, p.set = strings.TrimSpace(s[1:]), true
-	case s[0] == '(' && s[len(s)-1] == ')':
-		p.value, p.set = strings.TrimSpace(s[1:len(s)-1]), true
-	default:
-		return p, false
-	}
-	if p.value == "" || strings.ContainsAny(p.value, ";()") {
-		return p, false
-	}
-	if n := len(p.value); n >= 2 && (p.value[0] == '\'' || p.value[0] == '"') && p.value[n-1] == p.value[0] {
-		p.value = p.value[1 : n-1]
-	}
-	return p, true
-}
-
 // pragmas returns the _pragma values of q that parse, in the order modernc
 // runs them: busy_timeout first, the others by their lower-cased text
 // (sqlite.go, applyQueryParams).
-func pragmas(q url.Values) []pragma {
-	var ps []pragma
+func pragmas(q url.Values) []sqlbase.Pragma {
+	var ps []sqlbase.Pragma
 	for _, v := range q["_pragma"] {
-		if p, ok := parsePragma(v); ok {
+		if p, ok := sqlbase.ParsePragma(v); ok {
 			ps = append(ps, p)
 		}
 	}
 	sort.SliceStable(ps, func(i, j int) bool {
-		x, y := ps[i].text, ps[j].text
+		x, y := ps[i].Text, ps[j].Text
 		if strings.HasPrefix(x, "busy_timeout") {
 			return !strings.HasPrefix(y, "busy_timeout")
 		}
@@ -420,8 +363,8 @@ func pick(q url.Values, name string) (key, val string) {
 // does.
 func setting(q url.Values, name string) (value, param string) {
 	for _, p := range pragmas(q) {
-		if p.name == name && p.set && p.main() {
-			value, param = p.value, "_pragma"
+		if p.Name == name && p.Set && p.Main() {
+			value, param = p.Value, "_pragma"
 		}
 	}
 	if key, v := pick(q, name); v != "" && (param == "" || !shorthands[name].first) {
@@ -437,7 +380,7 @@ func sets(q url.Values, name string) bool {
 	if key, _ := pick(q, name); key != "" {
 		return true
 	}
-	return slices.ContainsFunc(pragmas(q), func(p pragma) bool { return p.name == name && p.set })
+	return slices.ContainsFunc(pragmas(q), func(p sqlbase.Pragma) bool { return p.Name == name && p.Set })
 }
 
 // analyze models modernc's newConn and SQLite's URI parser: the Target of

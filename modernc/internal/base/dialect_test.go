@@ -363,27 +363,6 @@ func TestWithDefaultsOpen(t *testing.T) {
 	}
 }
 
-func TestParsePragma(t *testing.T) {
-	for v, want := range map[string]pragma{
-		"busy_timeout(5000)":        {name: "busy_timeout", value: "5000", set: true},
-		" Busy_Timeout = 5000 ;":    {name: "busy_timeout", value: "5000", set: true},
-		"main.journal_mode('WAL')":  {schema: "main", name: "journal_mode", value: "WAL", set: true},
-		"temp . cache_size ( -20 )": {schema: "temp", name: "cache_size", value: "-20", set: true},
-		"journal_mode":              {name: "journal_mode"},
-	} {
-		got, ok := parsePragma(v)
-		got.text = ""
-		if !ok || got != want {
-			t.Errorf("parsePragma(%q) = %+v, %v; want %+v", v, got, ok, want)
-		}
-	}
-	for _, v := range []string{"", "(1)", "x(1", "x(1);y", "x=1;y", "x=", "x()", "x 1", "1x(1)"} {
-		if p, ok := parsePragma(v); ok {
-			t.Errorf("parsePragma(%q) = %+v, true", v, p)
-		}
-	}
-}
-
 // Check's rejections fall in two classes: DSNs modernc refuses too (at
 // open, after creating the file), and DSNs it opens while ignoring what
 // they ask (typos, a plain name's SQLite parameters).

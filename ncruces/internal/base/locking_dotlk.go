@@ -1,0 +1,10 @@
+//go:build sqlite3_dotlk
+
+package base
+
+import "github.com/cleocode/cleolease/internal/sqlbase"
+
+// Locking is sqlbase.LockingDotlk: built with the tag sqlite3_dotlk,
+// ncruces's VFS locks the database with a lock file beside it (its
+// vfs/os_dotlk.go), compatible only with SQLite's unix-dotfile VFS.
+func (b *Base) Locking() sqlbase.Locking { return sqlbase.LockingDotlk }
