@@ -22,6 +22,7 @@ require (
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/bmatcuk/doublestar v1.3.4 // indirect
 	github.com/cleocode/cleolease/modernc v0.0.0-00010101000000-000000000000
+	github.com/cleocode/cleolease/ncruces v0.0.0-00010101000000-000000000000
 	github.com/go-openapi/inflect v0.19.0 // indirect
 	github.com/golang-migrate/migrate/v4 v4.20.1 // indirect
 	github.com/google/go-cmp v0.6.0 // indirect
@@ -48,3 +49,5 @@ require (
 )
 
 replace github.com/cleocode/cleolease/modernc => ../modernc
+
+replace github.com/cleocode/cleolease/ncruces => ../ncruces

@@ -11,10 +11,8 @@
 //
 //	db, err := sql.Open("cleolease-ncruces", "file:app.db?_pragma=busy_timeout(5000)")
 //
-// or, where it passes callbacks to ncruces's driver.Open, calls Open the
-// same way:
-//
-//	db, err := ncruces.Open("file:app.db", func(c *sqlite3.Conn) error { … })
+// or, where it passes callbacks to ncruces's driver.Open(dsn, init, term),
+// calls this package's Open with the same arguments.
 //
 // The DSN is ncruces's own (a file: URI whose _pragma, _txlock and
 // _timefmt parameters work as with ncruces alone; an underscore parameter
