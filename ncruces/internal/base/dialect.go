@@ -162,7 +162,10 @@ func sets(dsn, name string) bool {
 }
 
 // Target reports what dsn opens: Path as SQLite sees it (the whole plain
-// name, or a file: URI's decoded path), Memory and Shared, ReadOnly
+// name, or a file: URI's decoded path), Memory and Shared (only a memdb
+// name starting with '/': ncruces's SQLite is built without shared cache,
+// SQLITE_OMIT_SHARED_CACHE, and every connection runs its own instance of
+// it, so file::memory:?cache=shared opens a private database), ReadOnly
 // (mode=ro or immutable=1, or a _pragma setting query_only), VFS (the
 // URI's vfs), NoLock (nolock=1) and Locking (a _pragma setting the main
 // database's locking_mode, LockingParam "_pragma").
@@ -184,7 +187,7 @@ func (Dialect) Target(dsn string) (sqlbase.Target, error) {
 		return t, err
 	}
 	t.Path = path
-	var mode, cache, immutable, nolock string
+	var mode, immutable, nolock string
 	haveImmutable, haveNolock := false, false
 	for _, o := range opts {
 		switch o[0] {
@@ -196,8 +199,6 @@ func (Dialect) Target(dsn string) (sqlbase.Target, error) {
 			t.VFS = o[1]
 		case "mode":
 			mode = o[1] // SQLite applies every occurrence: the last wins
-		case "cache":
-			cache = o[1]
 		case "immutable":
 			if !haveImmutable {
 				immutable, haveImmutable = o[1], true
@@ -209,7 +210,7 @@ func (Dialect) Target(dsn string) (sqlbase.Target, error) {
 	switch {
 	case path == ":memory:" || mode == "memory":
 		t.Memory = true
-		t.Shared = cache == "shared"
+		// cache=shared shares nothing (no shared cache in ncruces's build)
 	case t.VFS == "memdb":
 		t.Memory = true
 		t.Shared = sqlbase.MemdbShared(path)
