@@ -57,19 +57,20 @@ func TestMain(m *testing.M) {
 
 // phase is one configuration of the ledger, run on a fresh file.
 type phase struct {
-	name   string
-	params string // DSN parameters beyond the common ones
-	ttl    time.Duration
+	name    string
+	params  string // cleolease's DSN parameters beyond the common ones
+	journal string // the journal mode the DSN sets in each base's dialect; "" for the default (WAL)
+	ttl     time.Duration
 }
 
 var phases = []phase{
 	// A paused holder is robbed after its TTL; back, it must be fenced.
-	{"wal-steal", "_lease_ttl=300ms&_lease_steal_after_ttl=true&_lease_wait=3s", 300 * time.Millisecond},
+	{"wal-steal", "_lease_ttl=300ms&_lease_steal_after_ttl=true&_lease_wait=3s", "", 300 * time.Millisecond},
 	// A paused holder keeps the lane (waiters time out: ErrLeaseUnavailable)
 	// until it resumes or the nemesis breaks the lane.
-	{"wal-break", "_lease_ttl=300ms&_lease_wait=1500ms", 300 * time.Millisecond},
+	{"wal-break", "_lease_ttl=300ms&_lease_wait=1500ms", "", 300 * time.Millisecond},
 	// The rollback journal: readers and the writer block each other.
-	{"delete-steal", "_journal_mode=DELETE&_lease_ttl=300ms&_lease_steal_after_ttl=true&_lease_wait=3s", 300 * time.Millisecond},
+	{"delete-steal", "_lease_ttl=300ms&_lease_steal_after_ttl=true&_lease_wait=3s", "DELETE", 300 * time.Millisecond},
 }
 
 func chaosDuration(t *testing.T) time.Duration {
@@ -118,8 +119,12 @@ func TestChaosLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d, %d writers × %d goroutines, %s of nemesis over %d phases, faults %s, idle bound %s, wait bound %s, files in %s",
-		seed, *flagWriters, *flagGoroutines, total, len(run), faults, *flagIdleBound, *flagWaitBound, dir)
+	bases, err := chaosBases(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d, %d writers × %d goroutines over %s, %s of nemesis over %d phases, faults %s, idle bound %s, wait bound %s, files in %s",
+		seed, *flagWriters, *flagGoroutines, bases, total, len(run), faults, *flagIdleBound, *flagWaitBound, dir)
 	var sum summary
 	start := time.Now()
 	for i, p := range run {
@@ -128,7 +133,7 @@ func TestChaosLedger(t *testing.T) {
 			if err := os.MkdirAll(pdir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			s := runPhase(t, p, pdir, faults, total/time.Duration(len(run)), seed+uint64(i)*7919)
+			s := runPhase(t, p, pdir, faults, bases, total/time.Duration(len(run)), seed+uint64(i)*7919)
 			sum.add(s)
 		})
 	}
@@ -141,9 +146,10 @@ func TestChaosLedger(t *testing.T) {
 // proc is one writer slot: the current incarnation of writer idx, restarted
 // after every SIGKILL.
 type proc struct {
-	r   *ledgerRun
-	idx int
-	log string // ack log, shared by all incarnations
+	r    *ledgerRun
+	idx  int
+	base base   // the base its writer runs on
+	log  string // ack log, shared by all incarnations
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -210,10 +216,10 @@ func (a *ackCounter) Write(b []byte) (int, error) {
 // start runs a new incarnation; the caller holds p.mu.
 func (p *proc) start() error {
 	p.starts++
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := p.base.command()
 	cmd.Env = append(os.Environ(),
 		envRole+"=writer",
-		envDSN+"="+p.r.dsn,
+		envDSN+"="+ledgerDSN(p.r.path, p.r.ph, p.base),
 		envWriter+"="+strconv.Itoa(p.idx),
 		envGoroutines+"="+strconv.Itoa(*flagGoroutines),
 		envLog+"="+p.log,
@@ -380,11 +386,11 @@ func (r *ledgerRun) oddity(format string, args ...any) {
 	r.evMu.Unlock()
 }
 
-func runPhase(t *testing.T, ph phase, dir string, faults faultSet, d time.Duration, seed uint64) summary {
+func runPhase(t *testing.T, ph phase, dir string, faults faultSet, bases baseSet, d time.Duration, seed uint64) summary {
 	path := filepath.Join(dir, "ledger.db")
 	r := &ledgerRun{
 		t: t, ph: ph, dir: dir, path: path, seed: seed, faults: faults, start: now(),
-		dsn:    "file:" + path + "?_lease_mode=require&_lease_scope=" + ledgerScope + "&_lease_lane=" + ledgerLane + "&" + ph.params,
+		dsn:    ledgerDSN(path, ph, goSQLite3),
 		events: map[string]int{},
 		ends:   map[int64]int64{},
 	}
@@ -400,7 +406,7 @@ func runPhase(t *testing.T, ph phase, dir string, faults faultSet, d time.Durati
 	r.mon = startMonitor(t, path)
 	defer r.mon.close()
 	for i := range *flagWriters {
-		p := &proc{r: r, idx: i, log: filepath.Join(dir, fmt.Sprintf("writer%d.log", i)), progress: make(chan struct{}, 1)}
+		p := &proc{r: r, idx: i, base: bases.of(i), log: filepath.Join(dir, fmt.Sprintf("writer%d.log", i)), progress: make(chan struct{}, 1)}
 		p.mu.Lock()
 		err := p.start()
 		p.mu.Unlock()

@@ -3,10 +3,12 @@ package core
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"strconv"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/busy"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -90,13 +92,23 @@ const maxRetakes = 2
 // transaction), except under the FAIL conflict rule (INSERT OR FAIL, ON
 // CONFLICT FAIL, RAISE(FAIL)), whose changes before the failure stay — and
 // go-sqlite3 commits them.
+//
+// A statement that failed with its context's error, which the base
+// reported instead of an error of SQLite's, is rolled back instead: the
+// base may have let SQLite finish the statement and reported the context
+// afterwards (modernc does, when the context ends while the statement
+// runs), and a caller told that its write failed must find it not written.
 func (w *leasedWrite) finish(runErr error) error {
 	defer w.release()
 	if !w.fenced {
 		return w.lc.c.replicaError(runErr)
 	}
 	if runErr != nil {
-		if !w.lc.autoCommit() {
+		switch {
+		case w.lc.autoCommit():
+		case contextReported(runErr):
+			w.lc.rollback()
+		default:
 			w.lc.commitFenced(w.fence) // rolls back when it cannot commit
 		}
 		return w.lc.c.replicaError(runErr)
@@ -192,6 +204,15 @@ func (c confirmConn) Rollback() { c.lc.rollback() }
 func isBusy(err error) bool { return busy.Is(err) }
 
 // rollback ends the connection's open transaction, if any.
+// contextReported reports an error that is a context's end
+// (context.Canceled, context.DeadlineExceeded) and not SQLite's.
+func contextReported(err error) bool {
+	if _, ok := sqlbase.Code(err); ok {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
 func (lc *leaseConn) rollback() {
 	if !lc.autoCommit() {
 		lc.Conn.ExecContext(context.Background(), "ROLLBACK", nil)

@@ -20,13 +20,14 @@ import (
 // SQLite's primary result codes that cleolease tells apart
 // (sqlite.org/rescode.html).
 const (
-	Error    = 1  // SQLITE_ERROR: a generic error (no such table, syntax)
-	Busy     = 5  // SQLITE_BUSY
-	Locked   = 6  // SQLITE_LOCKED
-	ReadOnly = 8  // SQLITE_READONLY
-	IOErr    = 10 // SQLITE_IOERR
-	Full     = 13 // SQLITE_FULL
-	Protocol = 15 // SQLITE_PROTOCOL
+	Error     = 1  // SQLITE_ERROR: a generic error (no such table, syntax)
+	Busy      = 5  // SQLITE_BUSY
+	Locked    = 6  // SQLITE_LOCKED
+	ReadOnly  = 8  // SQLITE_READONLY
+	Interrupt = 9  // SQLITE_INTERRUPT: sqlite3_interrupt, as a base's context watcher calls it
+	IOErr     = 10 // SQLITE_IOERR
+	Full      = 13 // SQLITE_FULL
+	Protocol  = 15 // SQLITE_PROTOCOL
 )
 
 // ErrorCode is SQLite's report of one error, as a base returns it.
