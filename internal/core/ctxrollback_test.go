@@ -40,7 +40,9 @@ func (b lateCtxBase) DescribeStmt(c sqlbase.Conn, st driver.Stmt, query string) 
 	return b.Driver.DescribeStmt(c.(lateCtxConn).Conn, st, query)
 }
 
-func (b lateCtxBase) AutoCommit(c sqlbase.Conn) bool { return b.Driver.AutoCommit(c.(lateCtxConn).Conn) }
+func (b lateCtxBase) AutoCommit(c sqlbase.Conn) bool {
+	return b.Driver.AutoCommit(c.(lateCtxConn).Conn)
+}
 
 type lateCtxConn struct{ sqlbase.Conn }
 
