@@ -3,7 +3,8 @@
 //
 // # The chaos ledger (ledger_test.go, writer_test.go, faults_test.go)
 //
-// N writer processes (the test binary re-executed in the role "writer")
+// N writer processes (the test binary re-executed in the role "writer",
+// or another base's writer program: see -chaos.bases below)
 // append consecutive entries to a ledger table under one lane (main/ledger)
 // of one SQLite file, in _lease_mode=require. Each process runs a few
 // goroutines, each owning a stream of entries w<i>g<j>-<n> (n = 1, 2, …).
@@ -104,7 +105,11 @@
 //
 // and longer with -chaos.duration=10m (or CLEOLEASE_CHAOS_DURATION=10m);
 // a long run needs -timeout 0 (or a timeout above the duration). Other
-// knobs: -chaos.faults (or CLEOLEASE_CHAOS_FAULTS), -chaos.phases,
+// knobs: -chaos.bases (or CLEOLEASE_CHAOS_BASES: go-sqlite3, modernc,
+// ncruces, given to the writers in turn; a cgo-free base's writer is its
+// module's internal/chaosworker program, built by the test, running
+// internal/chaoswriter as this binary does), -chaos.faults (or
+// CLEOLEASE_CHAOS_FAULTS), -chaos.phases,
 // -chaos.idlebound, -chaos.waitbound, -chaos.writers, -chaos.goroutines,
 // -chaos.seed, -chaos.dir (keep the files of the run there).
 //
