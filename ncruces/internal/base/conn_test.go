@@ -40,7 +40,7 @@ func twins(t *testing.T) (*base.Conn, *sql.DB) {
 	t.Helper()
 	p := filepath.Join(testdir.New(t), "d.db")
 	c := openConn(t, base.For(nil), "file:"+p)
-	exec(t, c, "CREATE TABLE t(a INTEGER, b VARCHAR(10) NOT NULL DEFAULT '', c)")
+	execNoArgs(t, c, "CREATE TABLE t(a INTEGER, b VARCHAR(10) NOT NULL DEFAULT '', c)")
 	return c.(*base.Conn), openDB(t, "file:"+p)
 }
 
@@ -131,7 +131,7 @@ func TestConnExecWithArgs(t *testing.T) {
 func TestConnQuery(t *testing.T) {
 	ctx := context.Background()
 	c, db := twins(t)
-	exec(t, c, "INSERT INTO t VALUES (1, 'one', 1.5), (2, 'two', NULL)")
+	execNoArgs(t, c, "INSERT INTO t VALUES (1, 'one', 1.5), (2, 'two', NULL)")
 	const query = "SELECT a, b, c, a + 1 FROM t WHERE a >= ? ORDER BY a"
 	rows, err := c.QueryContext(ctx, query, namedArgs(int32(1)))
 	if err != nil {
@@ -222,7 +222,7 @@ func TestConnQuery(t *testing.T) {
 func TestConnStmt(t *testing.T) {
 	ctx := context.Background()
 	c, _ := twins(t)
-	exec(t, c, "INSERT INTO t VALUES (1, 'one', NULL)")
+	execNoArgs(t, c, "INSERT INTO t VALUES (1, 'one', NULL)")
 	st, err := c.PrepareContext(ctx, "SELECT b FROM t WHERE a = ?")
 	if err != nil {
 		t.Fatal(err)

@@ -312,7 +312,7 @@ func TestTargetMatchesNcruces(t *testing.T) {
 		}
 		if tg.Memory {
 			// Shared: a second connection sees the first's table.
-			exec(t, c, "CREATE TABLE probe(x)")
+			execNoArgs(t, c, "CREATE TABLE probe(x)")
 			c2 := openConn(t, base.For(nil), dsn)
 			if shared := queryValue(t, c2, "SELECT count(*) FROM sqlite_schema WHERE name = 'probe'") == int64(1); shared != tg.Shared {
 				t.Errorf("%q: a second connection shares the database %v; Target.Shared %v", dsn, shared, tg.Shared)

@@ -51,7 +51,7 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("user_version %v after Describe; want 0", v)
 	}
 
-	exec(t, c, "CREATE TABLE t(x, y)")
+	execNoArgs(t, c, "CREATE TABLE t(x, y)")
 	for query, want := range map[string]sqlbase.StmtInfo{
 		"INSERT INTO t VALUES(?, ?)":   {Inputs: 2},
 		"INSERT INTO t VALUES(:a, @b)": {Inputs: 2},
@@ -88,7 +88,7 @@ func TestDescribeStmt(t *testing.T) {
 	ctx := context.Background()
 	b := base.For(nil)
 	c := openConn(t, b, filepath.Join(testdir.New(t), "d.db"))
-	exec(t, c, "CREATE TABLE t(x)")
+	execNoArgs(t, c, "CREATE TABLE t(x)")
 	for _, tc := range []struct {
 		query string
 		want  sqlbase.StmtInfo
@@ -186,12 +186,12 @@ func TestAutoCommit(t *testing.T) {
 	if !b.AutoCommit(c) {
 		t.Fatal("AutoCommit outside a transaction: false")
 	}
-	exec(t, c, "BEGIN")
+	execNoArgs(t, c, "BEGIN")
 	if b.AutoCommit(c) {
 		t.Error("AutoCommit inside BEGIN: true")
 	}
-	exec(t, c, "CREATE TABLE t(x)")
-	exec(t, c, "COMMIT")
+	execNoArgs(t, c, "CREATE TABLE t(x)")
+	execNoArgs(t, c, "COMMIT")
 	if !b.AutoCommit(c) {
 		t.Error("AutoCommit after COMMIT: false")
 	}
@@ -202,7 +202,7 @@ func TestAutoCommit(t *testing.T) {
 	if b.AutoCommit(c) {
 		t.Error("AutoCommit inside BeginTx: true")
 	}
-	exec(t, c, "INSERT INTO t VALUES(1)")
+	execNoArgs(t, c, "INSERT INTO t VALUES(1)")
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,49 @@ import (
 // "count" is basetest.Main over this base; "locking" is runLocking.
 const roleEnv = "CLEOLEASE_NCRUCES_ROLE"
 
+// baseDriverName is the driver TestMain registers over base.For(nil): the
+// application's connections as cleolease's driver opens them
+// (sqlbase.Driver.Open), which have the QueryContext that ncruces's own
+// connections leave to database/sql and that basetest.Increment calls.
+const baseDriverName = "ncruces-base"
+
+// baseDriver opens connections with b.Open, as cleolease's driver does.
+type baseDriver struct{ b *base.Base }
+
+func (d baseDriver) Open(dsn string) (driver.Conn, error) {
+	c, _, err := d.b.Open(dsn, false)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// baseConnector is baseDriver for one DSN, for sql.OpenDB.
+type baseConnector struct {
+	b   *base.Base
+	dsn string
+}
+
+func (c baseConnector) Connect(context.Context) (driver.Conn, error) {
+	return baseDriver{c.b}.Open(c.dsn)
+}
+
+func (c baseConnector) Driver() driver.Driver { return baseDriver{c.b} }
+
+// openBase opens dsn with b's connections (b.Open), closed when the test
+// ends.
+func openBase(t testing.TB, b *base.Base, dsn string) *sql.DB {
+	t.Helper()
+	db := sql.OpenDB(baseConnector{b, dsn})
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func TestMain(m *testing.M) {
+	sql.Register(baseDriverName, baseDriver{base.For(nil)})
 	switch os.Getenv(roleEnv) {
 	case "count":
-		os.Exit(basetest.Main(base.For(nil), "sqlite3", dsnOf))
+		os.Exit(basetest.Main(base.For(nil), baseDriverName, dsnOf))
 	case "locking":
 		os.Exit(runLocking())
 	}
@@ -117,8 +156,8 @@ func openConn(t testing.TB, b *base.Base, dsn string) sqlbase.Conn {
 	return c
 }
 
-// exec runs query, without arguments, on c.
-func exec(t testing.TB, c sqlbase.Conn, query string) {
+// execNoArgs runs query, without arguments, on c.
+func execNoArgs(t testing.TB, c sqlbase.Conn, query string) {
 	t.Helper()
 	if _, err := c.ExecContext(context.Background(), query, nil); err != nil {
 		t.Fatalf("%s: %v", query, err)
@@ -147,7 +186,7 @@ func newFile(t testing.TB) string {
 	t.Helper()
 	p := filepath.Join(testdir.New(t), "d.db")
 	c := openConn(t, base.For(nil), p)
-	exec(t, c, "CREATE TABLE t(x)")
+	execNoArgs(t, c, "CREATE TABLE t(x)")
 	c.Close()
 	return p
 }
