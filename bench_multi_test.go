@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
@@ -202,7 +203,7 @@ func benchRound(b *testing.B, s workload.Spec, procs int) ([]workload.Result, in
 			b.Logf("%s worker %d: %d %s errors, first: %s", s.Peer, r.Index, r.Errors[class], class, msg)
 		}
 	}
-	lost, err := workload.VerifyCounter(ctx, path, acked)
+	lost, err := workload.VerifyCounter(ctx, mattn.For(nil), path, acked)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/workload"
 )
 
@@ -30,10 +33,12 @@ type benchLine struct {
 	ErrorSample   string        `json:"error_sample,omitempty"`
 }
 
-// benchResult is one load's lines, in the order of workload.BenchPeers,
-// and cleolease's commits/s over each other peer's.
+// benchResult is one load's lines on one base, in the order of
+// workload.BenchPeers, and cleolease's commits/s over each other peer's
+// on that base.
 type benchResult struct {
 	Workload workload.Load             `json:"workload"`
+	Base     string                    `json:"base"`
 	Lines    []benchLine               `json:"lines"`
 	Ratios   map[workload.Peer]float64 `json:"cleolease_over"`
 }
@@ -45,6 +50,7 @@ func newBenchCmd() *cobra.Command {
 		only     []string
 		scaling  bool
 		sync     string
+		baseArgs []string
 		asJSON   bool
 	)
 	cmd := &cobra.Command{
@@ -71,6 +77,13 @@ Loads (--only selects some; --scaling adds the 16- and 32-process ones):
   16x1-1ms  16 processes, 1 ms of work (scaling)
   32x1-1ms  32 processes, 1 ms of work (scaling)
 
+--base runs the peers on other SQLite drivers too (go-sqlite3, modernc,
+ncruces): txlock and flock are then that driver with the same settings,
+and cleolease its cleolease driver (cleolease-modernc, cleolease-ncruces).
+A program links one base, so the workers of modernc and ncruces are their
+modules' internal/benchworker programs, built first (CGO_ENABLED=0; this
+needs the repository's checkout and the go command).
+
 Columns: commits/s, latency p50 / p99 / max (begin to commit), errors,
 fairness (min/max commits per process), lost updates, and cleolease's
 commits/s over the peer's. With --runs N each figure is the median of N
@@ -95,13 +108,26 @@ runs.`,
 					return usagef("--only %q: want one of %s", id, workload.LoadIDs())
 				}
 			}
+			var bases []workload.Base
+			for _, a := range baseArgs {
+				b, err := workload.ParseBase(a)
+				if err != nil {
+					return usagef("--base: %v", err)
+				}
+				if !slices.Contains(bases, b) {
+					bases = append(bases, b)
+				}
+			}
+			if len(bases) == 0 {
+				bases = []workload.Base{workload.BaseGoSQLite3}
+			}
 			var loads []workload.Load
 			for _, l := range workload.Loads {
 				if slices.Contains(only, l.ID) || len(only) == 0 && (!l.Scaling || scaling) || scaling && l.Scaling {
 					loads = append(loads, l)
 				}
 			}
-			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), loads, sync, duration, runs, asJSON)
+			return runBench(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), loads, bases, sync, duration, runs, asJSON)
 		}),
 	}
 	f := cmd.Flags()
@@ -111,52 +137,72 @@ runs.`,
 	f.BoolVar(&scaling, "scaling", false, "add the scaling loads (16x1-1ms, 32x1-1ms)")
 	f.StringVar(&sync, "sync", "NORMAL", "SQLite's synchronous setting for every peer: OFF, NORMAL, FULL or EXTRA")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	f.StringSliceVar(&baseArgs, "base", nil, "SQLite drivers to run every peer on: go-sqlite3 (the default), modernc, ncruces")
 	return cmd
 }
 
-func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Load, sync string, d time.Duration, runs int, asJSON bool) error {
+func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Load, bases []workload.Base, sync string, d time.Duration, runs int, asJSON bool) error {
 	dir, err := os.MkdirTemp("", "cleolease-bench-")
 	if err != nil {
 		return failf("%v", err)
 	}
 	defer os.RemoveAll(dir)
+	exes := map[workload.Base]string{}
+	for _, b := range bases {
+		if b != workload.BaseGoSQLite3 {
+			if exes[b], err = buildBaseWorker(ctx, b, dir); err != nil {
+				return failf("%v", err)
+			}
+		}
+	}
 	ui := newProgress(stderr, asJSON && !isTerminal(stderr))
 	peers := workload.BenchPeers
-	per := map[string]map[workload.Peer][]benchSample{} // load → peer → runs
+	type key struct {
+		load string
+		base workload.Base
+	}
+	per := map[key]map[workload.Peer][]benchSample{} // load, base → peer → runs
 	n := 0
 	for r := range runs {
 		for _, l := range loads {
-			if per[l.ID] == nil {
-				per[l.ID] = map[workload.Peer][]benchSample{}
-			}
-			for i := range peers { // each run starts with the next peer
-				peer := peers[(i+r)%len(peers)]
-				n++
-				path := filepath.Join(dir, fmt.Sprintf("m%d.db", n))
-				s, err := benchOnce(ctx, ui, l, peer, sync, path, d, fmt.Sprintf("run %d/%d %s %s", r+1, runs, l.ID, peer))
-				if err != nil {
-					return failf("%s %s: %v", l.ID, peer, err)
+			for _, b := range bases {
+				k := key{l.ID, b}
+				if per[k] == nil {
+					per[k] = map[workload.Peer][]benchSample{}
 				}
-				per[l.ID][peer] = append(per[l.ID][peer], s)
-				for _, suffix := range []string{"", "-wal", "-shm", "-flock"} {
-					os.Remove(path + suffix)
+				for i := range peers { // each run starts with the next peer
+					peer := peers[(i+r)%len(peers)]
+					n++
+					path := filepath.Join(dir, fmt.Sprintf("m%d.db", n))
+					label := fmt.Sprintf("run %d/%d %s %s", r+1, runs, l.ID, peerLabel(b, peer))
+					s, err := benchOnce(ctx, ui, l, b, exes[b], peer, sync, path, d, label)
+					if err != nil {
+						return failf("%s %s: %v", l.ID, peerLabel(b, peer), err)
+					}
+					per[k][peer] = append(per[k][peer], s)
+					for _, suffix := range []string{"", "-wal", "-shm", "-flock"} {
+						os.Remove(path + suffix)
+					}
 				}
 			}
 		}
 	}
 	var out []benchResult
 	for _, l := range loads {
-		res := benchResult{Workload: l, Ratios: map[workload.Peer]float64{}}
-		for _, p := range peers {
-			res.Lines = append(res.Lines, medianLine(p, per[l.ID][p]))
-		}
-		cl := medianLine(workload.Cleolease, per[l.ID][workload.Cleolease]).CommitsPerSec
-		for _, line := range res.Lines {
-			if line.Driver != workload.Cleolease && line.CommitsPerSec > 0 {
-				res.Ratios[line.Driver] = cl / line.CommitsPerSec
+		for _, b := range bases {
+			k := key{l.ID, b}
+			res := benchResult{Workload: l, Base: b.String(), Ratios: map[workload.Peer]float64{}}
+			for _, p := range peers {
+				res.Lines = append(res.Lines, medianLine(p, per[k][p]))
 			}
+			cl := medianLine(workload.Cleolease, per[k][workload.Cleolease]).CommitsPerSec
+			for _, line := range res.Lines {
+				if line.Driver != workload.Cleolease && line.CommitsPerSec > 0 {
+					res.Ratios[line.Driver] = cl / line.CommitsPerSec
+				}
+			}
+			out = append(out, res)
 		}
-		out = append(out, res)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -165,6 +211,43 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 	}
 	printBench(stdout, out, d, sync, runs)
 	return nil
+}
+
+// base is the result's base.
+func (r benchResult) base() workload.Base {
+	b, _ := workload.ParseBase(r.Base)
+	return b
+}
+
+// peerLabel names a peer on a base: "txlock" on go-sqlite3, "modernc
+// txlock" on modernc.
+func peerLabel(b workload.Base, p workload.Peer) string {
+	if b == workload.BaseGoSQLite3 {
+		return string(p)
+	}
+	return b.String() + " " + string(p)
+}
+
+// buildBaseWorker builds base's worker program (its module's
+// internal/benchworker, without cgo) into dir and returns its path. It
+// needs the repository's checkout: the root module as the go command
+// finds it from the working directory.
+func buildBaseWorker(ctx context.Context, b workload.Base, dir string) (string, error) {
+	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/cleocode/cleolease").Output()
+	if err != nil || strings.TrimSpace(string(root)) == "" {
+		return "", fmt.Errorf("--base %s builds the %s worker from the repository's checkout: run cleolease bench inside it (go list: %v)", b, b, err)
+	}
+	bin := filepath.Join(dir, b.String()+"-benchworker")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/benchworker")
+	cmd.Dir = filepath.Join(strings.TrimSpace(string(root)), b.String())
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the %s worker: %v\n%s", b, err, out)
+	}
+	return bin, nil
 }
 
 // printBench writes the results as a table (latency in one column: p50 /
@@ -180,7 +263,7 @@ func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, ru
 			if x, ok := r.Ratios[l.Driver]; ok {
 				ratio = fmt.Sprintf("%.2f×", x)
 			}
-			rows = append(rows, []string{r.Workload.ID, string(l.Driver), fmtInt(int64(l.CommitsPerSec)),
+			rows = append(rows, []string{r.Workload.ID, peerLabel(r.base(), l.Driver), fmtInt(int64(l.CommitsPerSec)),
 				fmt.Sprintf("%s / %s / %s", fmtMS(l.P50), fmtMS(l.P99), fmtMS(l.Max)),
 				fmtInt(l.Errors), fmt.Sprintf("%.2f", l.Fairness), fmtInt(l.LostUpdates), ratio})
 		}
@@ -190,7 +273,7 @@ func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, ru
 	for _, r := range out {
 		for _, l := range r.Lines {
 			if l.ErrorSample != "" {
-				fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s %s, first error: %s", r.Workload.ID, l.Driver, l.ErrorSample)))
+				fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s %s, first error: %s", r.Workload.ID, peerLabel(r.base(), l.Driver), l.ErrorSample)))
 			}
 		}
 	}
@@ -223,16 +306,17 @@ func medianLine(peer workload.Peer, ss []benchSample) benchLine {
 	return l
 }
 
-func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, peer workload.Peer, sync, path string, d time.Duration, label string) (benchSample, error) {
+func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, base workload.Base, exe string, peer workload.Peer, sync, path string, d time.Duration, label string) (benchSample, error) {
 	if err := workload.CreateCounter(ctx, path); err != nil {
 		return benchSample{}, err
 	}
 	specs := make([]workerSpec, l.Procs)
 	for i := range specs {
-		specs[i] = workerSpec{Spec: workload.Spec{Index: i, Peer: peer, Sync: sync, Workload: "counter",
+		specs[i] = workerSpec{Spec: workload.Spec{Index: i, Peer: peer, Base: base, Sync: sync, Workload: "counter",
 			Goroutines: l.Goroutines, Duration: d, Work: l.Work, Lane: "bench"}}
 	}
 	fr := fleetRun{
+		exe:   exe,
 		specs: specs,
 		migrated: func([]migrationOutcome) (string, error) {
 			ui.start(label, d)
@@ -246,7 +330,7 @@ func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, peer worklo
 		return benchSample{}, err
 	}
 	s := benchSample{load: workload.Summarize(results, l.Goroutines, d)}
-	if s.lost, err = workload.VerifyCounter(ctx, path, s.load.Commits); err != nil {
+	if s.lost, err = workload.VerifyCounter(ctx, mattn.For(nil), path, s.load.Commits); err != nil {
 		ui.done("failed")
 		return s, err
 	}

@@ -113,6 +113,8 @@ func runWorker(ctx context.Context, s workerSpec, stdin io.Reader, stdout io.Wri
 
 // fleetRun is one pass of the worker protocol from the parent.
 type fleetRun struct {
+	// exe is the worker program; "" is this one (os.Executable).
+	exe   string
 	specs []workerSpec
 	// migrating is called once when the migration barrier opens.
 	migrating func()
@@ -124,9 +126,12 @@ type fleetRun struct {
 }
 
 func (fr fleetRun) run(ctx context.Context) ([]migrationOutcome, []workload.Result, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
+	exe := fr.exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, nil, err
+		}
 	}
 	cmds := make([]*exec.Cmd, len(fr.specs))
 	for i, s := range fr.specs {

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/cleocode/cleolease/internal/mattn"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
 )
 
@@ -45,11 +45,11 @@ func CreateCounter(ctx context.Context, path string) error {
 }
 
 // VerifyCounter reads the counter database at path without writing
-// (lease.ReadOnly) and returns its lost updates: |counter − log rows| plus
+// (lease.ReadOnly over base) and returns its lost updates: |counter − log rows| plus
 // |log rows − acked|, where acked is the commits the workers saw succeed.
-func VerifyCounter(ctx context.Context, path string, acked int64) (lost int64, err error) {
+func VerifyCounter(ctx context.Context, base sqlbase.Base, path string, acked int64) (lost int64, err error) {
 	var n, rows int64
-	err = lease.ReadOnly(ctx, mattn.For(nil), path, func(db *sql.DB) error {
+	err = lease.ReadOnly(ctx, base, path, func(db *sql.DB) error {
 		return db.QueryRowContext(ctx, `SELECT (SELECT n FROM counter WHERE id = 1), (SELECT count(*) FROM log)`).Scan(&n, &rows)
 	})
 	if err != nil {

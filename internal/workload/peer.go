@@ -68,30 +68,89 @@ func ParsePeer(s string) (Peer, error) {
 	return "", fmt.Errorf("unknown peer %q (want raw, txlock, flock or cleolease)", s)
 }
 
-// DriverName is the database/sql driver the peer opens.
-func (p Peer) DriverName() string {
-	if p == Cleolease {
-		return "cleolease"
+// Base is an SQLite driver a peer runs on: "" (BaseGoSQLite3), "modernc"
+// or "ncruces". One program links one base (go-sqlite3 and ncruces's driver
+// both register "sqlite3"), so a fleet on another base runs that base's
+// worker program (modernc/internal/benchworker, ncruces/internal/benchworker).
+type Base string
+
+// The bases.
+const (
+	BaseGoSQLite3 Base = ""
+	BaseModernc   Base = "modernc"
+	BaseNcruces   Base = "ncruces"
+)
+
+// ParseBase returns the base named s ("go-sqlite3" is BaseGoSQLite3).
+func ParseBase(s string) (Base, error) {
+	switch s {
+	case "go-sqlite3", "":
+		return BaseGoSQLite3, nil
+	case "modernc", "ncruces":
+		return Base(s), nil
 	}
-	return "sqlite3"
+	return "", fmt.Errorf("unknown base %q (want go-sqlite3, modernc or ncruces)", s)
 }
 
-// DSN is the data source name the peer opens path with, at the
-// synchronous level sync ("" or "NORMAL" is cleolease's default; Raw
+// String is the base's name: "go-sqlite3", "modernc", "ncruces".
+func (b Base) String() string {
+	if b == BaseGoSQLite3 {
+		return "go-sqlite3"
+	}
+	return string(b)
+}
+
+// baseQueries are, per base, the DSN query of TxLock and Flock (%s: the
+// synchronous level) and of Cleolease at a synchronous level other than
+// NORMAL (%s), in the base's dialect: the same settings on every base.
+var baseQueries = map[Base][2]string{
+	BaseGoSQLite3: {TxLockQuery, "_synchronous=%s"},
+	BaseModernc:   {"_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=foreign_keys(1)&_txlock=immediate", "_pragma=synchronous(%s)"},
+	BaseNcruces:   {"_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=foreign_keys(1)&_txlock=immediate", "_pragma=synchronous(%s)"},
+}
+
+// DriverName is the database/sql driver the peer opens on go-sqlite3.
+func (p Peer) DriverName() string { return p.DriverNameOn(BaseGoSQLite3) }
+
+// DriverNameOn is the database/sql driver the peer opens on base b.
+func (p Peer) DriverNameOn(b Base) string {
+	switch {
+	case p == Cleolease && b == BaseGoSQLite3:
+		return "cleolease"
+	case p == Cleolease:
+		return "cleolease-" + string(b)
+	case b == BaseModernc:
+		return "sqlite"
+	}
+	return "sqlite3" // go-sqlite3's, or ncruces's
+}
+
+// DSN is the data source name the peer opens path with on go-sqlite3, at
+// the synchronous level sync ("" or "NORMAL" is cleolease's default; Raw
 // ignores it).
-func (p Peer) DSN(path, sync string) (string, error) {
+func (p Peer) DSN(path, sync string) (string, error) { return p.DSNOn(BaseGoSQLite3, path, sync) }
+
+// DSNOn is DSN on base b, in its dialect. Raw runs on go-sqlite3 only.
+func (p Peer) DSNOn(b Base, path, sync string) (string, error) {
 	if sync == "" {
 		sync = "NORMAL"
+	}
+	qs, ok := baseQueries[b]
+	if !ok {
+		return "", fmt.Errorf("unknown base %q", b)
 	}
 	var q string
 	switch p {
 	case Raw:
+		if b != BaseGoSQLite3 {
+			return "", fmt.Errorf("the raw peer runs on go-sqlite3 only")
+		}
 		q = RawQuery
 	case TxLock, Flock:
-		q = fmt.Sprintf(TxLockQuery, sync)
+		q = fmt.Sprintf(qs[0], sync)
 	case Cleolease:
 		if !strings.EqualFold(sync, "NORMAL") {
-			q = "_synchronous=" + sync
+			q = fmt.Sprintf(qs[1], sync)
 		}
 	default:
 		return "", fmt.Errorf("unknown peer %q", p)
@@ -99,14 +158,19 @@ func (p Peer) DSN(path, sync string) (string, error) {
 	return FileURI(path, q)
 }
 
-// Open opens path as the peer does, at the synchronous level sync, and
-// pings it (for cleolease: the cold open).
+// Open opens path as the peer does on go-sqlite3, at the synchronous level
+// sync, and pings it (for cleolease: the cold open).
 func Open(ctx context.Context, p Peer, path, sync string) (*sql.DB, error) {
-	dsn, err := p.DSN(path, sync)
+	return OpenOn(ctx, BaseGoSQLite3, p, path, sync)
+}
+
+// OpenOn is Open on base b, whose driver the program must link.
+func OpenOn(ctx context.Context, b Base, p Peer, path, sync string) (*sql.DB, error) {
+	dsn, err := p.DSNOn(b, path, sync)
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open(p.DriverName(), dsn)
+	db, err := sql.Open(p.DriverNameOn(b), dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
-	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
+	"github.com/cleocode/cleolease/writer"
 )
 
 // Spec is what one worker process runs.
@@ -42,6 +41,8 @@ type Spec struct {
 	Index int `json:"index"`
 	// Peer is how the worker opens and writes the file.
 	Peer Peer `json:"peer"`
+	// Base is the SQLite driver the peer runs on ("" is go-sqlite3).
+	Base Base `json:"base,omitempty"`
 	// Sync is the synchronous level ("" is NORMAL).
 	Sync string `json:"sync,omitempty"`
 	// Workload is "counter" or "tracker".
@@ -141,7 +142,7 @@ func Run(ctx context.Context, db *sql.DB, w Workload, s Spec, path string, progr
 		}
 	}
 	if s.Peer == Cleolease && s.Lane != "" {
-		ctx = cleolease.WithLane(ctx, "main", s.Lane)
+		ctx = writer.WithLane(ctx, "main", s.Lane)
 	}
 	deadline := time.Now().Add(s.Duration)
 	var commits, errs atomic.Int64
@@ -205,7 +206,7 @@ func Run(ctx context.Context, db *sql.DB, w Workload, s Spec, path string, progr
 			res.Commits = commits.Load()
 			progress(res.Commits, errs.Load())
 			if s.Peer == Cleolease {
-				if st, err := cleolease.Stats(ctx, db); err == nil {
+				if st, err := writer.Stats(ctx, db); err == nil {
 					res.Lease = &st
 				}
 			}
@@ -223,9 +224,9 @@ func Classify(err error) string {
 	switch {
 	case IsLockErr(err):
 		return "locked"
-	case errors.Is(err, cleolease.ErrLeaseLost):
+	case errors.Is(err, writer.ErrLeaseLost):
 		return "lease lost"
-	case errors.Is(err, cleolease.ErrLeaseUnavailable):
+	case errors.Is(err, writer.ErrLeaseUnavailable):
 		return "lease unavailable"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "cancelled"
@@ -234,10 +235,9 @@ func Classify(err error) string {
 }
 
 // IsLockErr reports SQLite's "database is locked" family (SQLITE_BUSY,
-// SQLITE_LOCKED), typed or as text.
+// SQLITE_LOCKED), typed (from any base linked in) or as text.
 func IsLockErr(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+	if sqlbase.IsBusy(err) {
 		return true
 	}
 	s := err.Error()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 	"github.com/cleocode/cleolease/internal/workload"
@@ -93,7 +94,7 @@ func TestRunEveryPeer(t *testing.T) {
 			if (res.Lease != nil) != (p == workload.Cleolease) {
 				t.Errorf("lease counters %v for %s", res.Lease, p)
 			}
-			lost, err := workload.VerifyCounter(ctx, path, res.Commits)
+			lost, err := workload.VerifyCounter(ctx, mattn.For(nil), path, res.Commits)
 			if err != nil || lost != 0 {
 				t.Errorf("VerifyCounter: %d lost, %v (errors %v)", lost, err, res.Samples)
 			}
@@ -142,7 +143,7 @@ func TestFleet(t *testing.T) {
 					t.Errorf("result %d: index %d pid %d", i, r.Index, r.PID)
 				}
 			}
-			if lost, err := workload.VerifyCounter(ctx, path, fig.Commits); err != nil || lost != 0 {
+			if lost, err := workload.VerifyCounter(ctx, mattn.For(nil), path, fig.Commits); err != nil || lost != 0 {
 				t.Errorf("VerifyCounter: %d lost, %v", lost, err)
 			}
 		})
