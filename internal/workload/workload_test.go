@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,3 +213,42 @@ func TestDSN(t *testing.T) {
 }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// TestDSNOnBases: on the cgo-free bases the peers open the same settings in
+// the base's dialect (_pragma=…), with its drivers; raw stays go-sqlite3's.
+func TestDSNOnBases(t *testing.T) {
+	x := "/tmp/x.db"
+	if runtime.GOOS == "windows" {
+		x = `C:\tmp\x.db`
+	}
+	for _, b := range []workload.Base{workload.BaseModernc, workload.BaseNcruces} {
+		got, err := workload.TxLock.DSNOn(b, x, "FULL")
+		if err != nil || !strings.Contains(got, "_pragma=synchronous(FULL)") || !strings.Contains(got, "_pragma=busy_timeout(30000)") ||
+			!strings.Contains(got, "_pragma=journal_mode(WAL)") || !strings.Contains(got, "_txlock=immediate") {
+			t.Errorf("%s txlock: %q, %v", b, got, err)
+		}
+		if got, err := workload.Cleolease.DSNOn(b, x, "OFF"); err != nil || !strings.HasSuffix(got, "?_pragma=synchronous(OFF)") {
+			t.Errorf("%s cleolease OFF: %q, %v", b, got, err)
+		}
+		if _, err := workload.Raw.DSNOn(b, x, ""); err == nil {
+			t.Errorf("%s: raw accepted", b)
+		}
+	}
+	for b, want := range map[workload.Base][2]string{
+		workload.BaseGoSQLite3: {"sqlite3", "cleolease"},
+		workload.BaseModernc:   {"sqlite", "cleolease-modernc"},
+		workload.BaseNcruces:   {"sqlite3", "cleolease-ncruces"},
+	} {
+		if got := [2]string{workload.TxLock.DriverNameOn(b), workload.Cleolease.DriverNameOn(b)}; got != want {
+			t.Errorf("%s: drivers %v, want %v", b, got, want)
+		}
+	}
+	for s, want := range map[string]workload.Base{"go-sqlite3": workload.BaseGoSQLite3, "modernc": workload.BaseModernc, "ncruces": workload.BaseNcruces} {
+		if got, err := workload.ParseBase(s); err != nil || got != want || got.String() != s {
+			t.Errorf("ParseBase(%q) = %q, %v", s, got, err)
+		}
+	}
+	if _, err := workload.ParseBase("sqlite"); err == nil {
+		t.Error("ParseBase accepted an unknown base")
+	}
+}
