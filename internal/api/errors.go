@@ -110,8 +110,11 @@ var (
 	// connection, which nobody else sees. The database itself opens exactly
 	// as with the base driver alone, with no lease: no other process can
 	// reach it.
-	// For migrations, use "file::memory:?cache=shared" or a file.
-	ErrPrivateMemory = errors.New("cleolease: migrations on a private database (in memory, or the temporary one an empty file name opens), which differs on every connection; use file::memory:?cache=shared or a file path")
+	// For migrations, use a file, or an in-memory database every
+	// connection of the process shares: "file::memory:?cache=shared" over
+	// go-sqlite3 and modernc; over ncruces, whose SQLite has no shared
+	// cache, a memdb database named with a leading '/' (its vfs/memdb).
+	ErrPrivateMemory = errors.New("cleolease: migrations on a private database (in memory, or the temporary one an empty file name opens), which differs on every connection; use a file path, or an in-memory database the connections share (file::memory:?cache=shared; over ncruces, a memdb name starting with '/')")
 	// ErrBaseDriverMismatch: a connector's Config.BaseDriver differs from
 	// the one this process's lease engine of the same file was opened with
 	// (by an earlier connector). The engine's private connection runs one

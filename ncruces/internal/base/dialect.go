@@ -22,8 +22,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cleocode/cleolease/internal/sqlbase"
+	"github.com/ncruces/go-sqlite3"
 )
 
 // ncrucesParams are the query parameters of a file: URI that ncruces
@@ -44,7 +46,7 @@ var defaults = []struct {
 	{"busy_timeout", "30000", false},
 	{"synchronous", "NORMAL", false},
 	{"foreign_keys", "1", false},
-	{"journal_mode", "WAL", true},
+	{"journal_mode", "WAL", true}, // not in sqlite3_dotlk builds: see walByDefault
 }
 
 // Dialect is ncruces's DSN language: a plain file name, or a "file:" URI
@@ -92,6 +94,15 @@ func (Dialect) Check(dsn string) error {
 			return &sqlbase.ParamError{Param: "cache", Value: o[1], Reason: "SQLite refuses it: expecting shared or private"}
 		}
 	}
+	// A VFS of the application's (vfs=adiantum, …) may read PRAGMAs
+	// SQLite does not know (SQLITE_FCNTL_PRAGMA): the names are checked
+	// only on ncruces's default VFS and memdb.
+	ownVFS := false
+	for _, o := range opts {
+		if o[0] == "vfs" && o[1] != "" && o[1] != "memdb" {
+			ownVFS = true
+		}
+	}
 	for key, vals := range q {
 		if strings.HasPrefix(key, "_") && !ncrucesParams[key] {
 			return &sqlbase.ParamError{Param: key, Reason: "ncruces ignores this parameter (a typo?)"}
@@ -103,7 +114,7 @@ func (Dialect) Check(dsn string) error {
 					return &sqlbase.ParamError{Param: key, Value: v, Reason: "ncruces refuses it: expecting deferred, concurrent, immediate or exclusive"}
 				}
 			case "_pragma":
-				if err := checkPragma(v); err != nil {
+				if err := checkPragma(v, ownVFS); err != nil {
 					return err
 				}
 			}
@@ -112,9 +123,10 @@ func (Dialect) Check(dsn string) error {
 	return nil
 }
 
-// checkPragma checks a _pragma value: one PRAGMA statement. Errors name
-// the PRAGMA, never its argument.
-func checkPragma(val string) error {
+// checkPragma checks a _pragma value: one PRAGMA statement, of a name
+// SQLite or ncruces's default VFS knows unless ownVFS. Errors name the
+// PRAGMA, never its argument.
+func checkPragma(val string, ownVFS bool) error {
 	p, ok := sqlbase.ParsePragma(val)
 	switch {
 	case strings.TrimSpace(val) == "":
@@ -122,8 +134,39 @@ func checkPragma(val string) error {
 	case !ok:
 		return &sqlbase.ParamError{Param: "_pragma", Value: p.Name, Reason: "not one PRAGMA statement, name(value) or name=value: ncruces runs it as SQL text, and cleolease reads each _pragma as one PRAGMA"}
 	}
+	if known := knownPragmas(); !ownVFS && known != nil && !known[p.Name] && !vfsPragmas[p.Name] {
+		return &sqlbase.ParamError{Param: "_pragma", Value: p.Name, Reason: "no PRAGMA of SQLite's has this name (SQLite ignores unknown PRAGMAs: a typo?)"}
+	}
 	return nil
 }
+
+// vfsPragmas are the PRAGMAs ncruces's default VFS answers itself
+// (vfs/cksm.go: the checksum VFS it wraps every file in).
+var vfsPragmas = map[string]bool{"checksum_verification": true}
+
+// knownPragmas returns the names of the PRAGMAs of ncruces's SQLite
+// (PRAGMA pragma_list, asked once of an in-memory database), or nil when
+// it cannot tell.
+var knownPragmas = sync.OnceValue(func() map[string]bool {
+	c, err := sqlite3.Open(":memory:")
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	st, _, err := c.Prepare("PRAGMA pragma_list")
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	names := map[string]bool{}
+	for st.Step() {
+		names[strings.ToLower(st.ColumnText(0))] = true
+	}
+	if st.Err() != nil || len(names) == 0 {
+		return nil
+	}
+	return names
+})
 
 // pragmas returns the _pragma values of dsn that parse, in the order
 // ncruces runs them; nil for a plain file name.
@@ -222,7 +265,10 @@ func (Dialect) Target(dsn string) (sqlbase.Target, error) {
 // _pragma of its own: _pragma=busy_timeout(30000), _pragma=synchronous(NORMAL),
 // _pragma=foreign_keys(1) and, when onDisk and dsn opens a writable file
 // (not in memory, not the temporary database, not read-only),
-// _pragma=journal_mode(WAL). They follow a file: URI's query. A plain file
+// _pragma=journal_mode(WAL) — except in a build with the tag
+// sqlite3_dotlk, whose WAL index ncruces shares within one process only
+// (its vfs/shm_dotlk.go), so that a second process could not write: there
+// the rollback journal stays. They follow a file: URI's query. A plain file
 // name (ncruces reads no parameter of one) becomes the file: URI of the
 // same file first, its reserved characters %-escaped. An empty DSN comes
 // back unchanged.
@@ -233,7 +279,8 @@ func (d Dialect) WithDefaults(dsn string, onDisk bool) string {
 	t, _ := d.Target(dsn)
 	var add []string
 	for _, def := range defaults {
-		if sets(dsn, def.name) || def.onDisk && (!onDisk || t.Memory || t.ReadOnly || t.Path == "") {
+		if sets(dsn, def.name) || def.onDisk && (!onDisk || t.Memory || t.ReadOnly || t.Path == "") ||
+			def.name == "journal_mode" && !walByDefault {
 			continue
 		}
 		add = append(add, "_pragma="+def.name+"("+def.value+")")

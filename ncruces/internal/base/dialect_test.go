@@ -96,11 +96,21 @@ func TestCheck(t *testing.T) {
 		{"file:x.db?_pragma=foreign_keys(1)%3BATTACH%20%27y.db%27%20AS%20y", "_pragma", "foreign_keys"},
 		{"file:x.db?_pragma=foreign_keys(1", "_pragma", "foreign_keys"},
 		{"file:x.db?_pragma=(1)", "_pragma", ""},
+		// A PRAGMA name neither SQLite nor ncruces's default VFS knows.
+		{"file:x.db?_pragma=busy_timout(5000)", "_pragma", "busy_timout"},
+		{"file:x.db?vfs=memdb&_pragma=journal_mod(WAL)", "_pragma", "journal_mod"},
 	} {
 		err := (base.Dialect{}).Check(tc.dsn)
 		var pe *sqlbase.ParamError
 		if !errors.As(err, &pe) || pe.Param != tc.param || pe.Value != tc.value {
 			t.Errorf("Check(%q) = %#v; want a *ParamError for %q, value %q", tc.dsn, err, tc.param, tc.value)
+		}
+	}
+	// Names a VFS may answer itself: ncruces's default VFS's own, and any
+	// under a VFS of the application's.
+	for _, dsn := range []string{"file:x.db?_pragma=checksum_verification(1)", "file:x.db?vfs=adiantum&_pragma=hexkey('00')"} {
+		if err := (base.Dialect{}).Check(dsn); err != nil {
+			t.Errorf("Check(%q): %v", dsn, err)
 		}
 	}
 	// What url.Parse or url.ParseQuery refuses is their error, as
@@ -332,9 +342,13 @@ func TestWithDefaults(t *testing.T) {
 		sync  = "_pragma=synchronous(NORMAL)"
 		fk    = "_pragma=foreign_keys(1)"
 		wal   = "_pragma=journal_mode(WAL)"
-		all   = busy + "&" + sync + "&" + fk + "&" + wal
 		noWAL = busy + "&" + sync + "&" + fk
 	)
+	walDefault := "&" + wal
+	if buildTag == "sqlite3_dotlk" {
+		walDefault = "" // ncruces's dotlk WAL index is per process: no WAL default
+	}
+	all := noWAL + walDefault
 	for _, tc := range []struct {
 		dsn    string
 		onDisk bool
@@ -366,8 +380,8 @@ func TestWithDefaults(t *testing.T) {
 		// The DSN's own settings win, in any form and any schema.
 		{"file:x.db?_pragma=busy_timeout(1)&_pragma=synchronous=OFF&_pragma=foreign_keys(0)&_pragma=journal_mode(DELETE)", true,
 			"file:x.db?_pragma=busy_timeout(1)&_pragma=synchronous=OFF&_pragma=foreign_keys(0)&_pragma=journal_mode(DELETE)"},
-		{"file:x.db?_pragma=BUSY_TIMEOUT%3D5000", true, "file:x.db?_pragma=BUSY_TIMEOUT%3D5000&" + sync + "&" + fk + "&" + wal},
-		{"file:x.db?_pragma=main.synchronous(OFF)", true, "file:x.db?_pragma=main.synchronous(OFF)&" + busy + "&" + fk + "&" + wal},
+		{"file:x.db?_pragma=BUSY_TIMEOUT%3D5000", true, "file:x.db?_pragma=BUSY_TIMEOUT%3D5000&" + sync + "&" + fk + walDefault},
+		{"file:x.db?_pragma=main.synchronous(OFF)", true, "file:x.db?_pragma=main.synchronous(OFF)&" + busy + "&" + fk + walDefault},
 		{"file:x.db?_pragma=journal_mode", true, "file:x.db?_pragma=journal_mode&" + all}, // a question sets nothing
 	} {
 		if got := (base.Dialect{}).WithDefaults(tc.dsn, tc.onDisk); got != tc.want {
@@ -394,11 +408,20 @@ func readSettings(t *testing.T, c sqlbase.Conn) settings {
 	}
 }
 
+// defaultJournal is the journal mode a writable file gets by default: WAL,
+// but in a build with sqlite3_dotlk (walByDefault) SQLite's own, delete.
+func defaultJournal() string {
+	if buildTag == "sqlite3_dotlk" {
+		return "delete"
+	}
+	return "wal"
+}
+
 // Every DSN WithDefaults produces opens with ncruces with the defaults in
 // force, and the caller's own settings win.
 func TestWithDefaultsOpen(t *testing.T) {
 	dir := testdir.New(t)
-	defaults := settings{30000, "wal", 1, 1}
+	defaults := settings{30000, defaultJournal(), 1, 1}
 	for i, tc := range []struct {
 		query string
 		want  settings
@@ -417,7 +440,11 @@ func TestWithDefaultsOpen(t *testing.T) {
 		if err := (base.Dialect{}).Check(full); err != nil {
 			t.Errorf("Check(WithDefaults(%q)): %v", dsn, err)
 		}
-		if jm := (base.Dialect{}).JournalMode(full); jm != strings.ToUpper(tc.want.journal) {
+		wantJM := strings.ToUpper(tc.want.journal)
+		if !strings.Contains(tc.query, "journal_mode") && buildTag == "sqlite3_dotlk" {
+			wantJM = "" // no WAL default: the DSN sets no journal mode
+		}
+		if jm := (base.Dialect{}).JournalMode(full); jm != wantJM {
 			t.Errorf("JournalMode(%q) = %q", full, jm)
 		}
 		if got := readSettings(t, openConn(t, base.For(nil), full)); got != tc.want {
@@ -475,7 +502,7 @@ func TestWithDefaultsPlainNameSameFile(t *testing.T) {
 		if got := queryValue(t, c, "SELECT x FROM t"); got != int64(i) {
 			t.Errorf("WithDefaults(%q) = %q reads %v, want %d: another file", name, full, got, i)
 		}
-		if got := readSettings(t, c); got != (settings{30000, "wal", 1, 1}) {
+		if got := readSettings(t, c); got != (settings{30000, defaultJournal(), 1, 1}) {
 			t.Errorf("%q opens with %+v", full, got)
 		}
 		c.Close()

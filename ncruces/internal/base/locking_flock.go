@@ -9,3 +9,6 @@ import "github.com/cleocode/cleolease/internal/sqlbase"
 // sqlite3_flock (its vfs/os_bsd.go), compatible only with SQLite's
 // unix-flock VFS.
 func (b *Base) Locking() sqlbase.Locking { return sqlbase.LockingFlock }
+
+// walByDefault: cleolease defaults a writable file to WAL (Dialect.WithDefaults).
+const walByDefault = true

@@ -8,3 +8,6 @@ import "github.com/cleocode/cleolease/internal/sqlbase"
 // locks (its vfs/lock_other.go; databases must be opened with nolock=1),
 // so it shares a file with no other process safely.
 func (b *Base) Locking() sqlbase.Locking { return sqlbase.LockingNone }
+
+// walByDefault: cleolease defaults a writable file to WAL (Dialect.WithDefaults).
+const walByDefault = true

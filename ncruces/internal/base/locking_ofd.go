@@ -9,3 +9,6 @@ import "github.com/cleocode/cleolease/internal/sqlbase"
 // conflict with the POSIX record locks of C SQLite's unix VFS: its README
 // calls this default compatible with SQLite's standard VFSes.
 func (b *Base) Locking() sqlbase.Locking { return sqlbase.LockingOFD }
+
+// walByDefault: cleolease defaults a writable file to WAL (Dialect.WithDefaults).
+const walByDefault = true

@@ -7,3 +7,6 @@ import "github.com/cleocode/cleolease/internal/sqlbase"
 // Locking is sqlbase.LockingWin32: ncruces's VFS takes LockFileEx locks on
 // Windows (its vfs/os_windows.go), as SQLite's win32 VFS does.
 func (b *Base) Locking() sqlbase.Locking { return sqlbase.LockingWin32 }
+
+// walByDefault: cleolease defaults a writable file to WAL (Dialect.WithDefaults).
+const walByDefault = true
