@@ -6,12 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/cleocode/cleolease/internal/basetest"
 	"github.com/cleocode/cleolease/internal/proctest"
-	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // perWorker is how many increments each worker process makes.
@@ -38,41 +36,10 @@ func moderncWorker(t *testing.T, who, path, marker string) *proctest.Child {
 // internal/basetest/mattnworker, built with cgo).
 func mattnWorker(t *testing.T, who, path, marker string) *proctest.Child {
 	t.Helper()
-	cmd := exec.Command(mattnWorkerBinary(t))
+	cmd := exec.Command(basetest.MattnWorker(t))
 	cmd.Env = os.Environ()
 	cmd.Stderr = os.Stderr
 	return worker(t, cmd, who, path, marker)
-}
-
-// mattnWorkerBinary builds the go-sqlite3 worker with cgo (this binary has
-// none: it cannot link go-sqlite3) into a directory of t's, and returns its
-// path; the build cache makes every build after the first a link. Where
-// there is no C compiler it skips t, except under CI (CI=true), where it
-// fails: CI's no-compiler step excludes the mixed-base tests by name.
-func mattnWorkerBinary(t *testing.T) string {
-	t.Helper()
-	cc := "gcc"
-	if out, err := exec.Command("go", "env", "CC").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
-		cc = strings.Fields(string(out))[0]
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no C compiler (%s) to build the go-sqlite3 worker under CI: %v", cc, err)
-		}
-		t.Skipf("no C compiler (%s) to build the go-sqlite3 worker: %v", cc, err)
-	}
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cleocode/cleolease").Output()
-	if err != nil {
-		t.Fatalf("locating the root module: %v", err)
-	}
-	bin := filepath.Join(testdir.New(t), "mattnworker")
-	cmd := exec.Command("go", "build", "-o", bin, "./internal/basetest/mattnworker")
-	cmd.Dir = strings.TrimSpace(string(root))
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the go-sqlite3 worker: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // race starts the workers' counting at once, waits for each to finish,

@@ -46,42 +46,10 @@ func ncrucesWorker(t *testing.T, who, path, marker string) *proctest.Child {
 // internal/basetest/mattnworker, built with cgo).
 func mattnWorker(t *testing.T, who, path, marker string) *proctest.Child {
 	t.Helper()
-	cmd := exec.Command(mattnWorkerBinary(t))
+	cmd := exec.Command(basetest.MattnWorker(t))
 	cmd.Env = os.Environ()
 	cmd.Stderr = os.Stderr
 	return worker(t, cmd, who, path, marker)
-}
-
-// mattnWorkerBinary builds the go-sqlite3 worker with cgo (this binary
-// needs none, and may have been built without: it cannot link go-sqlite3)
-// into a directory of t's, and returns its path; the build cache makes
-// every build after the first a link. Where there is no C compiler it
-// skips t, except under CI (CI=true), where it fails: CI's no-compiler
-// step excludes the mixed-base tests by name.
-func mattnWorkerBinary(t *testing.T) string {
-	t.Helper()
-	cc := "gcc"
-	if out, err := exec.Command("go", "env", "CC").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
-		cc = strings.Fields(string(out))[0]
-	}
-	if _, err := exec.LookPath(cc); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no C compiler (%s) to build the go-sqlite3 worker under CI: %v", cc, err)
-		}
-		t.Skipf("no C compiler (%s) to build the go-sqlite3 worker: %v", cc, err)
-	}
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/cleocode/cleolease").Output()
-	if err != nil {
-		t.Fatalf("locating the root module: %v", err)
-	}
-	bin := filepath.Join(testdir.New(t), "mattnworker")
-	cmd := exec.Command("go", "build", "-o", bin, "./internal/basetest/mattnworker")
-	cmd.Dir = strings.TrimSpace(string(root))
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the go-sqlite3 worker: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // race starts the workers' counting at once, waits for each to finish,
@@ -164,7 +132,7 @@ func TestNcrucesAndGoSQLite3ProcessesShareTheLease(t *testing.T) {
 func flockBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(testdir.New(t), "flock.test")
-	cmd := exec.Command("go", "test", "-c", "-tags", "sqlite3_flock", "-o", bin, ".")
+	cmd := exec.Command("go", "test", "-c", "-tags", basetest.Tags("sqlite3_flock"), "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the flock worker: %v\n%s", err, out)
