@@ -256,44 +256,9 @@ func splitStatements(q string) []string {
 	return append(out, b.String())
 }
 
-// stripLeadingComments drops white space, ';' and SQL comments before the
-// first token of q.
-func stripLeadingComments(q string) string {
-	for {
-		q = strings.TrimLeft(q, " \t\r\n\f;")
-		switch {
-		case strings.HasPrefix(q, "--"):
-			i := strings.IndexByte(q, '\n')
-			if i < 0 {
-				return ""
-			}
-			q = q[i+1:]
-		case strings.HasPrefix(q, "/*"):
-			i := strings.Index(q, "*/")
-			if i < 0 {
-				return ""
-			}
-			q = q[i+2:]
-		default:
-			return q
-		}
-	}
-}
-
 // firstKeyword returns the first word of query, upper-cased, skipping
 // white space, '(' and SQL comments.
-func firstKeyword(q string) string {
-	for q = stripLeadingComments(q); strings.HasPrefix(q, "("); {
-		q = stripLeadingComments(q[1:])
-	}
-	end := strings.IndexFunc(q, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_')
-	})
-	if end < 0 {
-		end = len(q)
-	}
-	return strings.ToUpper(q[:end])
-}
+func firstKeyword(q string) string { return sqlbase.FirstWord(q) }
 
 // mentionsLockingMode reports, without allocating, whether q contains
 // "locking_mode" in any case: the cheap test before classify inside the

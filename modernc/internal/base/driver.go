@@ -14,7 +14,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"reflect"
-	"strings"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -185,36 +184,8 @@ func (b *Base) DescribeStmt(conn sqlbase.Conn, _ driver.Stmt, query string) sqlb
 // EXPLAIN: SQLite applies many PRAGMAs while preparing them (EXPLAIN
 // PRAGMA too).
 func prepareApplies(text string) bool {
-	w := firstWord(text)
+	w := sqlbase.FirstWord(text)
 	return w == "PRAGMA" || w == "EXPLAIN"
-}
-
-// firstWord returns the first word of text, upper-cased, after white
-// space, SQL comments and opening parentheses.
-func firstWord(text string) string {
-	for i := 0; i < len(text); {
-		switch c := text[i]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(':
-			i++
-		case c == '-' && i+1 < len(text) && text[i+1] == '-':
-			for i < len(text) && text[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(text) && text[i+1] == '*':
-			end := strings.Index(text[i+2:], "*/")
-			if end < 0 {
-				return ""
-			}
-			i += 2 + end + 2
-		default:
-			j := i
-			for j < len(text) && (text[j] >= 'a' && text[j] <= 'z' || text[j] >= 'A' && text[j] <= 'Z' || text[j] == '_') {
-				j++
-			}
-			return strings.ToUpper(text[i:j])
-		}
-	}
-	return ""
 }
 
 // AutoCommit is sqlite3_get_autocommit on conn's handle. A connection
