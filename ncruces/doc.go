@@ -41,6 +41,9 @@
 //
 // Differences from ncruces alone: isolation levels are cleolease's (the
 // default and LevelSerializable; ncruces also takes LevelLinearizable as
-// BEGIN EXCLUSIVE, which cleolease refuses), and an Init that sets PRAGMA
-// query_only does not make the connection's transactions deferred.
+// BEGIN EXCLUSIVE, which cleolease refuses), an Init that sets PRAGMA
+// query_only does not make the connection's transactions deferred, and a
+// _pragma naming no PRAGMA SQLite knows is refused. In a sqlite3_dotlk build
+// a writable file is not switched to WAL: ncruces shares that build's WAL
+// index within one process only.
 package ncruces
