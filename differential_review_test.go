@@ -120,7 +120,7 @@ func runDifferentialDSN(t *testing.T, q string, ops []dop) {
 	raw, cl := openTwins(t, q)
 	sr, sc := &session{db: raw}, &session{db: cl}
 	for _, s := range []*session{sr, sc} {
-		if got := s.runOp(dop{via: "exec", sql: diffSchema}); !strings.HasPrefix(got, "exec: id=") {
+		if got := s.runOp(seq("exec", diffSchema)); !strings.HasPrefix(got, "exec: id=") {
 			t.Fatalf("schema: %s", got)
 		}
 	}

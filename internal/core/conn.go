@@ -178,7 +178,7 @@ func (lc *leaseConn) PrepareContext(ctx context.Context, query string) (driver.S
 	}
 	info := lc.c.drvBase.DescribeStmt(lc.Conn, st, query)
 	k := lc.stmtClass(query, info)
-	return &leaseStmt{Stmt: st, lc: lc, k: k, empty: info.Empty, returning: k.write && mentionsWord(query, "returning")}, nil
+	return &leaseStmt{Stmt: st, lc: lc, k: k, empty: info.Empty, returning: k.write && execStepsOnce(lc.c.drvBase) && mentionsWord(query, "returning")}, nil
 }
 
 // autoCommit reports whether the connection is outside any transaction

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"database/sql/driver"
+
+	"github.com/cleocode/cleolease/internal/sqlbase"
 )
 
 // leaseStmt is a prepared statement under the lease rules: its Exec and
@@ -16,8 +18,18 @@ type leaseStmt struct {
 	lc          *leaseConn
 	k           class
 	empty       bool // SQLite prepared nothing (sqlbase.StmtInfo.Empty)
-	returning   bool // the text has a RETURNING clause (see execReturning)
+	returning   bool // the text has a RETURNING clause and the base's Exec steps it once (see execReturning)
 }
+
+// execStepsOnce reports whether the base's Exec of a prepared statement
+// that returns rows takes one step and leaves the statement active
+// (go-sqlite3), so that Exec of a RETURNING statement must go through
+// execReturning. modernc's and ncruces's Exec step such a statement to its
+// end and reset it (modernc's stmt.exec; ncruces's Stmt.Exec), which a
+// fenced COMMIT can follow; their Query takes no step or one, so
+// execReturning would report changes() before the statement ran (ncruces:
+// not run at all).
+func execStepsOnce(b sqlbase.Base) bool { return b.Name() == "go-sqlite3" }
 
 var (
 	_ driver.StmtExecContext  = (*leaseStmt)(nil)
