@@ -278,23 +278,7 @@ var privateDSNs = []string{
 // transaction is handed out again, a ReadOnly or ReadCommitted
 // transaction is what go-sqlite3 makes of it, exclusive locking).
 func TestDifferentialPrivateDatabases(t *testing.T) {
-	cases := differentialCases()
-	cases["a connection left inside a hand-written transaction"] = []dop{
-		seq("conn", ""), seq("exec", "BEGIN"), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("close", ""),
-		seq("query", "SELECT a FROM t"), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("exec", "COMMIT"),
-		seq("query", "SELECT a FROM t ORDER BY a"),
-	}
-	cases["ReadOnly and ReadCommitted transactions"] = []dop{
-		seq("begin-ro", ""), seq("exec", "INSERT INTO t(a) VALUES (1)"), seq("commit", ""),
-		seq("begin-rc", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
-		seq("query", "SELECT a FROM t ORDER BY a"),
-	}
-	cases["exclusive locking, journal mode"] = []dop{
-		seq("exec", "PRAGMA locking_mode=EXCLUSIVE"), seq("exec", "INSERT INTO t(a) VALUES (1)"),
-		seq("prepare-query", "PRAGMA locking_mode=EXCLUSIVE"), seq("query", "PRAGMA journal_mode=DELETE"),
-		seq("begin", ""), seq("exec", "INSERT INTO t(a) VALUES (2)"), seq("commit", ""),
-		seq("query", "SELECT a FROM t ORDER BY a"),
-	}
+	cases := difftest.PrivateCases()
 	for _, dsn := range privateDSNs {
 		for _, maxOpen := range []int{1, 0} {
 			t.Run(fmt.Sprintf("%q/max open %d", dsn, maxOpen), func(t *testing.T) {

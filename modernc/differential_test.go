@@ -2,6 +2,7 @@ package modernc_test
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +25,9 @@ import (
 // for a row of the README's "What differs from the go-sqlite3 base" (none
 // so far).
 var diffSkips = map[string]string{}
+
+// rawDriver is the base's own driver, the raw twin's.
+const rawDriver = "sqlite"
 
 // fileDSN is the "file:" URI of path, with the characters that would end
 // or escape its path (a fuzz seed's directory holds '#') %-escaped.
@@ -48,7 +52,7 @@ func effectiveDSN(t testing.TB, dsn string) string {
 func openDiffTwins(t testing.TB) (raw, cl *sql.DB) {
 	t.Helper()
 	dir := testdir.New(t)
-	raw, err := sql.Open("sqlite", effectiveDSN(t, fileDSN(filepath.Join(dir, "raw.db"))))
+	raw, err := sql.Open(rawDriver, effectiveDSN(t, fileDSN(filepath.Join(dir, "raw.db"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +126,44 @@ func TestDifferentialPreparedExecReturning(t *testing.T) {
 		difftest.Seq("commit", ""),
 		difftest.Seq("query", "SELECT rowid, a, b FROM t ORDER BY rowid"),
 	})
+}
+
+// privateDSNs are DSNs of private databases: in memory and not shared, or
+// the temporary on-disk database an empty file name opens.
+var privateDSNs = []string{
+	":memory:", "file::memory:", "file:pm?mode=memory", "file:pm?cache=private&mode=memory",
+	"file:pm?vfs=memdb", "", "file:",
+}
+
+// TestDifferentialPrivateDatabases: a private database opens exactly as
+// with the base alone (no lease, nothing else different), whether the pool
+// holds one connection or any number (difftest.PrivateCases).
+func TestDifferentialPrivateDatabases(t *testing.T) {
+	cases := difftest.PrivateCases()
+	for _, dsn := range privateDSNs {
+		for _, maxOpen := range []int{1, 0} {
+			t.Run(fmt.Sprintf("%q/max open %d", dsn, maxOpen), func(t *testing.T) {
+				for name, ops := range cases {
+					t.Run(name, func(t *testing.T) {
+						if why, ok := diffSkips[name]; ok {
+							t.Skip(why)
+						}
+						raw, err := sql.Open(rawDriver, effectiveDSN(t, dsn))
+						if err != nil {
+							t.Fatal(err)
+						}
+						cl, err := sql.Open(modernc.DriverName, dsn)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, db := range []*sql.DB{raw, cl} {
+							db.SetMaxOpenConns(maxOpen)
+							t.Cleanup(func() { db.Close() })
+						}
+						difftest.RunOn(t, raw, cl, ops)
+					})
+				}
+			})
+		}
+	}
 }

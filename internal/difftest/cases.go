@@ -327,6 +327,34 @@ func EmptySQL(q string) bool {
 	return q == "" || q == ";" || strings.HasPrefix(q, "--") || (strings.HasPrefix(q, "/*") && strings.HasSuffix(q, "*/"))
 }
 
+// PrivateCases are the sequences every base runs on private databases (in
+// memory and not shared, or the temporary on-disk database), where
+// cleolease opens exactly what its base opens, with no lease: Cases, and
+// the calls whose behaviour the lease changes on a file (a connection left
+// inside a hand-written transaction is handed out again, a ReadOnly or
+// ReadCommitted transaction is what the base makes of it, exclusive
+// locking).
+func PrivateCases() map[string][]Op {
+	cases := Cases()
+	cases["a connection left inside a hand-written transaction"] = []Op{
+		Seq("conn", ""), Seq("exec", "BEGIN"), Seq("exec", "INSERT INTO t(a) VALUES (1)"), Seq("close", ""),
+		Seq("query", "SELECT a FROM t"), Seq("exec", "INSERT INTO t(a) VALUES (2)"), Seq("exec", "COMMIT"),
+		Seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	cases["ReadOnly and ReadCommitted transactions"] = []Op{
+		Seq("begin-ro", ""), Seq("exec", "INSERT INTO t(a) VALUES (1)"), Seq("commit", ""),
+		Seq("begin-rc", ""), Seq("exec", "INSERT INTO t(a) VALUES (2)"), Seq("commit", ""),
+		Seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	cases["exclusive locking, journal mode"] = []Op{
+		Seq("exec", "PRAGMA locking_mode=EXCLUSIVE"), Seq("exec", "INSERT INTO t(a) VALUES (1)"),
+		Seq("prepare-query", "PRAGMA locking_mode=EXCLUSIVE"), Seq("query", "PRAGMA journal_mode=DELETE"),
+		Seq("begin", ""), Seq("exec", "INSERT INTO t(a) VALUES (2)"), Seq("commit", ""),
+		Seq("query", "SELECT a FROM t ORDER BY a"),
+	}
+	return cases
+}
+
 // FuzzSeeds are the seeds of every base's FuzzDifferential (DecodeOps
 // reads them).
 func FuzzSeeds() [][]byte {
