@@ -14,6 +14,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/ncruces/go-sqlite3"
 	ncdriver "github.com/ncruces/go-sqlite3/driver"
@@ -57,8 +58,22 @@ func (c *Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // arguments (sqlite3_exec: every statement of the string runs). With
 // arguments it prepares query (one statement: ncruces refuses a tail),
 // binds them and runs it, as database/sql would.
+//
+// ncruces's ExecContext sets last_insert_rowid() to 0 before it runs the
+// text (so that its Result reports 0 after a statement that inserts
+// nothing), while ncruces's own BEGIN, COMMIT and ROLLBACK run on the
+// connection directly and leave it alone. The statements cleolease's core
+// runs for itself on the application's connection (ownStatement) stand in
+// for those: they keep last_insert_rowid() as the application's last
+// INSERT left it (else an autocommit INSERT's fenced COMMIT would zero it).
 func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if len(args) == 0 {
+		if !ownStatement(query) {
+			return c.exec.ExecContext(ctx, query, args)
+		}
+		raw := c.Raw()
+		id := raw.LastInsertRowID()
+		defer raw.SetLastInsertRowID(id)
 		return c.exec.ExecContext(ctx, query, args)
 	}
 	st, args, err := c.prepareBound(ctx, query, args)
@@ -67,6 +82,21 @@ func (c *Conn) ExecContext(ctx context.Context, query string, args []driver.Name
 	}
 	defer st.Close()
 	return st.(driver.StmtExecContext).ExecContext(ctx, args)
+}
+
+// ownStatement reports a text cleolease's core runs on the application's
+// connection for itself, as it writes it (internal/core's tx.go and
+// write.go): its transactions' BEGIN, BEGIN IMMEDIATE, COMMIT and ROLLBACK,
+// a read-only transaction's PRAGMA query_only and the busy timeout it
+// lowers and restores while claiming the write lock. The application's
+// same text, byte for byte, is taken for the core's: it then keeps
+// last_insert_rowid() where ncruces alone would zero it.
+func ownStatement(query string) bool {
+	switch query {
+	case "BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK":
+		return true
+	}
+	return strings.HasPrefix(query, "PRAGMA query_only = ") || strings.HasPrefix(query, "PRAGMA busy_timeout = ")
 }
 
 // QueryContext prepares query (one statement), binds args and runs it, as
