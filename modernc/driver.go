@@ -154,6 +154,10 @@ var _ Conn = (*outerConn)(nil)
 // ModerncConn returns modernc's connection.
 func (c *outerConn) ModerncConn() driver.Conn { return c.Base() }
 
+// Unwrap returns modernc's connection, as ModerncConn does: modernc's
+// helpers that look through a wrapping connection (sqlite.Limit) find it.
+func (c *outerConn) Unwrap() driver.Conn { return c.Base() }
+
 // RegisterMigrations makes fsys the migration source called name for the
 // DSN's _migrations=name (golang-migrate's iofs layout at its root); see
 // package cleolease's RegisterMigrations: the registry is shared by every
