@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/suiterun"
 )
 
 const sampleTest = `//go:build cgo
@@ -84,32 +86,17 @@ func TestRewriteFileRejectsStaleLeaveOut(t *testing.T) {
 	}
 }
 
-func TestParseKnown(t *testing.T) {
-	got, err := parseKnown("# comment\n\nTestA\tsql.Conn.Raw (why)\nTestB/sub some difference\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0] != (knownFailure{"TestA", "sql.Conn.Raw (why)"}) || got[1] != (knownFailure{"TestB/sub", "some difference"}) {
-		t.Errorf("parseKnown = %+v", got)
-	}
-	for _, bad := range []string{"TestA\n", "TestA x\nTestA y\n"} {
-		if _, err := parseKnown(bad); err == nil {
-			t.Errorf("parseKnown(%q) accepted it", bad)
-		}
-	}
-}
-
 func TestKnownFailuresFileParses(t *testing.T) {
-	known, err := parseKnown(knownFailuresText)
+	known, err := suiterun.ParseKnown(knownFailuresText, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := leftOutByFile(); err != nil {
+	if _, _, err := suiterun.LeftOutByFile(leftOut); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range known {
-		if !strings.HasPrefix(k.test, "Test") {
-			t.Errorf("known_failures.txt lists %q, not a test name", k.test)
+		if !strings.HasPrefix(k.Test, "Test") {
+			t.Errorf("known_failures.txt lists %q, not a test name", k.Test)
 		}
 	}
 }
@@ -126,13 +113,13 @@ func TestReadmeNamesKnownFailures(t *testing.T) {
 		t.Fatal(`README.md has no "Differences from go-sqlite3" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	known, err := parseKnown(knownFailuresText)
+	known, err := suiterun.ParseKnown(knownFailuresText, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range known {
-		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(k.test) + `\b`).MatchString(section) {
-			t.Errorf("known_failures.txt lists %s; README.md's Differences section does not name it", k.test)
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(k.Test) + `\b`).MatchString(section) {
+			t.Errorf("known_failures.txt lists %s; README.md's Differences section does not name it", k.Test)
 		}
 	}
 }

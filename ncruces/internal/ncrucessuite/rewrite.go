@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"go/ast"
-	"go/format"
 	"go/parser"
 	"go/token"
 	"strconv"
 	"strings"
+
+	"github.com/cleocode/cleolease/internal/suiterun"
 )
 
 const (
@@ -60,25 +60,9 @@ func rewriteFile(name string, src []byte, leaveOut, internals map[string]bool) (
 	}
 	f.Name.Name = "driver_test"
 
-	seen := map[string]bool{}
-	kept := f.Decls[:0]
-	for _, d := range f.Decls {
-		if n := declName(d); n != "" && leaveOut[n] {
-			seen[n] = true
-			continue
-		}
-		kept = append(kept, d)
+	if err := suiterun.DropDecls(f, name, leaveOut); err != nil {
+		return nil, err
 	}
-	f.Decls = kept
-	for n := range leaveOut {
-		if !seen[n] {
-			return nil, fmt.Errorf("%s: %s is listed as left out but not declared there", name, n)
-		}
-	}
-	// Comments of dropped declarations would otherwise float into what
-	// remains; keep only those still inside a kept node or outside any
-	// declaration (the file's header and build constraint).
-	f.Comments = keptComments(f)
 
 	imports := map[string]string{} // local name -> path
 	for _, is := range f.Imports {
@@ -90,7 +74,7 @@ func rewriteFile(name string, src []byte, leaveOut, internals map[string]bool) (
 			}
 			is.Path.Value = strconv.Quote(scratchModule + "/internal/" + pkg)
 		}
-		imports[importName(is)] = p
+		imports[suiterun.ImportName(is)] = p
 	}
 	isPkg := func(e ast.Expr, path string) bool {
 		x, ok := e.(*ast.Ident)
@@ -110,7 +94,7 @@ func rewriteFile(name string, src []byte, leaveOut, internals map[string]bool) (
 			case *ast.SelectorExpr:
 				switch {
 				case isPkg(fun.X, "database/sql") && fun.Sel.Name == "Open" && len(n.Args) == 2:
-					if !isNcrucesName(n.Args[0]) {
+					if !suiterun.IsDriverName(n.Args[0]) {
 						fail("%s: sql.Open of a driver other than ncruces's", fset.Position(n.Pos()))
 					}
 					n.Args[0] = &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(cleoleaseDriverName)}
@@ -152,128 +136,6 @@ func rewriteFile(name string, src []byte, leaveOut, internals map[string]bool) (
 		return nil, rerr
 	}
 
-	dropUnusedImports(f)
-
-	var buf bytes.Buffer
-	if err := format.Node(&buf, fset, f); err != nil {
-		return nil, err
-	}
-	return format.Source(buf.Bytes())
-}
-
-// declName names a top-level function (not a method) or a single-name
-// var, const or type declaration; "" for anything else.
-func declName(d ast.Decl) string {
-	switch d := d.(type) {
-	case *ast.FuncDecl:
-		if d.Recv == nil {
-			return d.Name.Name
-		}
-	case *ast.GenDecl:
-		if len(d.Specs) != 1 {
-			return ""
-		}
-		switch s := d.Specs[0].(type) {
-		case *ast.ValueSpec:
-			if len(s.Names) == 1 {
-				return s.Names[0].Name
-			}
-		case *ast.TypeSpec:
-			return s.Name.Name
-		}
-	}
-	return ""
-}
-
-// keptComments returns the comment groups of f that lie before the first
-// declaration or inside (or as the doc of) a kept declaration.
-func keptComments(f *ast.File) []*ast.CommentGroup {
-	type span struct{ from, to token.Pos }
-	var spans []span
-	for _, d := range f.Decls {
-		from := d.Pos()
-		switch d := d.(type) {
-		case *ast.FuncDecl:
-			if d.Doc != nil {
-				from = d.Doc.Pos()
-			}
-		case *ast.GenDecl:
-			if d.Doc != nil {
-				from = d.Doc.Pos()
-			}
-		}
-		spans = append(spans, span{from, d.End()})
-	}
-	first := f.Name.End()
-	var out []*ast.CommentGroup
-	for _, c := range f.Comments {
-		if c.End() <= first {
-			out = append(out, c)
-			continue
-		}
-		for _, s := range spans {
-			if c.Pos() >= s.from && c.End() <= s.to {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// isNcrucesName reports whether e names ncruces's driver: the literal
-// "sqlite3", or the driver package's variable driverName (an identifier
-// the file does not declare).
-func isNcrucesName(e ast.Expr) bool {
-	switch e := e.(type) {
-	case *ast.BasicLit:
-		return e.Kind == token.STRING && e.Value == `"sqlite3"`
-	case *ast.Ident:
-		return e.Name == "driverName" && e.Obj == nil
-	}
-	return false
-}
-
-// dropUnusedImports removes the named and default imports no selector in
-// f refers to any more (after declarations were dropped). Blank and dot
-// imports are kept.
-func dropUnusedImports(f *ast.File) {
-	used := map[string]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Obj == nil {
-				used[x.Name] = true
-			}
-		}
-		return true
-	})
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.IMPORT {
-			continue
-		}
-		specs := g.Specs[:0]
-		for _, s := range g.Specs {
-			is := s.(*ast.ImportSpec)
-			if used[importName(is)] || (is.Name != nil && (is.Name.Name == "_" || is.Name.Name == ".")) {
-				specs = append(specs, s)
-			}
-		}
-		g.Specs = specs
-	}
-	f.Imports = nil
-}
-
-// importName is the name an import binds: its explicit name, or the last
-// element of its path without a "go-" prefix (github.com/ncruces/go-sqlite3
-// is package sqlite3), which is true of every package the tests import.
-func importName(is *ast.ImportSpec) string {
-	if is.Name != nil {
-		return is.Name.Name
-	}
-	p, _ := strconv.Unquote(is.Path.Value)
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		p = p[i+1:]
-	}
-	return strings.TrimPrefix(p, "go-")
+	suiterun.DropUnusedImports(f)
+	return suiterun.Format(fset, f)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/cleocode/cleolease/internal/suiterun"
 )
 
 // A package driver file: its unqualified Open and driverName become
@@ -103,25 +105,11 @@ func TestRewriteFileRefuses(t *testing.T) {
 	}
 }
 
-func TestParseKnown(t *testing.T) {
-	known, err := parseKnown("# c\nTest_A\tdiff a\nfiles:Test_B diff b\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, k := range known {
-		got = append(got, k.test+"="+k.difference)
-	}
-	want := "memdb:Test_A=diff a files:Test_A=diff a files:Test_B=diff b"
-	if strings.Join(got, " ") != want {
-		t.Errorf("parseKnown: %q, want %q", strings.Join(got, " "), want)
-	}
-	for _, bad := range []string{"Test_A\n", "Test_A d\nmemdb:Test_A d\n", "wine:Test_A d\n"} {
-		if _, err := parseKnown(bad); err == nil {
-			t.Errorf("parseKnown(%q): no error", bad)
-		}
-	}
-	if _, err := parseKnown(knownFailuresText); err != nil {
+func TestKnownFailuresFileParses(t *testing.T) {
+	if _, err := suiterun.ParseKnown(knownFailuresText, passes); err != nil {
 		t.Errorf("known_failures.txt: %v", err)
+	}
+	if _, _, err := suiterun.LeftOutByFile(leftOut); err != nil {
+		t.Errorf("leftout.go: %v", err)
 	}
 }

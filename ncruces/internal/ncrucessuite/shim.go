@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"embed"
-	"go/ast"
-	"go/format"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-)
 
-// shimName is the file shim/shim.go is written to in the scratch package.
-const shimName = "zz_cleolease_shim_test.go"
+	"github.com/cleocode/cleolease/internal/suiterun"
+)
 
 //go:embed shim/shim.go shim/*/*.go
 var shimFS embed.FS
@@ -39,7 +32,8 @@ func shimInternals() (map[string]bool, error) {
 	return names, nil
 }
 
-// writeShim writes shim/shim.go into dir as a file of package driver_test
+// writeShim writes shim/shim.go into dir (suiterun.ShimName) as a file of
+// package driver_test
 // and each shim/<name>/*.go (not tests) as the scratch module's package
 // internal/<name>.
 func writeShim(dir string, internals map[string]bool) error {
@@ -47,20 +41,11 @@ func writeShim(dir string, internals map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "shim.go", src, parser.ParseComments)
+	shim, err := suiterun.ShimFile(src, "driver_test", generated)
 	if err != nil {
 		return err
 	}
-	f.Name = ast.NewIdent("driver_test")
-	f.Comments = slices.DeleteFunc(f.Comments, func(c *ast.CommentGroup) bool { return c == f.Doc })
-	f.Doc = nil
-	var buf bytes.Buffer
-	buf.WriteString(generated)
-	if err := format.Node(&buf, fset, f); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, shimName), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, suiterun.ShimName), shim, 0o644); err != nil {
 		return err
 	}
 	for name := range internals {
