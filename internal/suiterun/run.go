@@ -10,7 +10,7 @@
 // (the ncruces module never links github.com/mattn/go-sqlite3) can use it.
 // What is particular to a base — which files, which rewrites, what is left
 // out, its known failures — stays in its command (internal/sqlite3suite,
-// ncruces/internal/ncrucessuite).
+// ncruces/internal/ncrucessuite, modernc/internal/moderncsuite).
 package suiterun
 
 import (
@@ -51,6 +51,8 @@ type Options struct {
 	Run string
 	// Skip names top-level tests not to run (go test -skip).
 	Skip []string
+	// GoFlags are added to go test's flags ("-mod=mod").
+	GoFlags []string
 }
 
 // Result is what [Run] reports.
@@ -82,7 +84,7 @@ func Run(o Options) (Result, error) {
 		finished = append(finished, regexp.QuoteMeta(s))
 	}
 	for {
-		args := []string{"test", "-json", "-count=1", "-vet=off", "-timeout=10m"}
+		args := append([]string{"test", "-json", "-count=1", "-vet=off", "-timeout=10m"}, o.GoFlags...)
 		if o.Race {
 			args = append(args, "-race")
 		}
@@ -249,6 +251,15 @@ func PrintSlow(w io.Writer, slow map[string]time.Duration) {
 // that did not run (go test -run, a skipped test or pass) is not judged.
 // The caller prints the summary line first.
 func Compare(w io.Writer, failed map[string]string, known []KnownFailure, judged func(test string) bool, verbose bool) error {
+	return CompareBugs(w, failed, known, nil, judged, verbose)
+}
+
+// CompareBugs is [Compare] with bugs: failing tests, by full name, that
+// show a cleolease bug rather than a README difference (a bug is not a
+// difference to keep, so known_failures.txt does not list them). Each is
+// reported as a CLEOLEASE BUG rather than an UNEXPECTED FAILURE, and
+// counted among the unexpected failures all the same.
+func CompareBugs(w io.Writer, failed map[string]string, known []KnownFailure, bugs []string, judged func(test string) bool, verbose bool) error {
 	var unexpected, fixed []string
 	listed := map[string]bool{}
 	for _, k := range known {
@@ -272,7 +283,11 @@ func Compare(w io.Writer, failed map[string]string, known []KnownFailure, judged
 		}
 	}
 	for _, name := range unexpected {
-		fmt.Fprintf(w, "UNEXPECTED FAILURE: %s\n%s", name, indent(failed[name]))
+		what := "UNEXPECTED FAILURE"
+		if slices.Contains(bugs, name) {
+			what = "CLEOLEASE BUG (leftout.go's bugs)"
+		}
+		fmt.Fprintf(w, "%s: %s\n%s", what, name, indent(failed[name]))
 	}
 	for _, name := range fixed {
 		fmt.Fprintf(w, "LISTED BUT PASSED: %s: take it off known_failures.txt (and its README mention)\n", name)

@@ -138,6 +138,20 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// A bug is reported as such, and fails the comparison all the same.
+func TestCompareBugs(t *testing.T) {
+	failed := map[string]string{"TestBug/sub": "out bug\n", "TestNew": "out new\n"}
+	var w bytes.Buffer
+	err := CompareBugs(&w, failed, nil, []string{"TestBug/sub"}, func(string) bool { return true }, false)
+	if err == nil || err.Error() != "2 unexpected failures, 0 listed tests passed" {
+		t.Errorf("CompareBugs: %v", err)
+	}
+	want := "CLEOLEASE BUG (leftout.go's bugs): TestBug/sub\n    out bug\nUNEXPECTED FAILURE: TestNew\n    out new\n"
+	if w.String() != want {
+		t.Errorf("CompareBugs printed\n%s\nwant\n%s", w.String(), want)
+	}
+}
+
 func TestDropDecls(t *testing.T) {
 	src := "package p\n\n// A is kept.\nfunc A() {}\n\n// B goes.\nfunc B() {}\n\ntype T int\n\nfunc (T) B() {}\n"
 	fset := token.NewFileSet()

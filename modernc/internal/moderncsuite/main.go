@@ -31,28 +31,30 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/cleocode/cleolease/internal/suiterun"
 )
 
 // baseVersion is the modernc.org/sqlite version leftout.go and
 // known_failures.txt were written for; another version must be reviewed.
 const baseVersion = "v1.62.0"
+
+// moderncBase is modernc's module as baseVersion describes it.
+var moderncBase = suiterun.Base{
+	Path:         basePath,
+	Version:      baseVersion,
+	Lists:        "leftout.go and known_failures.txt",
+	VersionConst: "baseVersion",
+}
 
 // cleoleasePath is the root module's path; the modernc module replaces it
 // with the checkout's root.
@@ -62,71 +64,78 @@ const cleoleasePath = "github.com/cleocode/cleolease"
 var knownFailuresText string
 
 func main() {
-	race := flag.Bool("race", false, "run the tests with the race detector (and cgo, which it needs)")
-	keep := flag.Bool("keep", false, "keep the scratch module and print its path")
-	verbose := flag.Bool("v", false, "print the output of every failing test, known ones included")
-	run := flag.String("run", "", "run only the tests matching this regexp (go test -run); the list is then checked only for them")
+	var f suiterun.Flags
+	f.Register()
+	// Without the race detector the tests build with cgo off, as a program
+	// on modernc does; the race detector needs cgo, so it is off by default.
+	race := flag.Lookup("race")
+	race.DefValue, race.Usage, f.Race = "false", "run the tests with the race detector (and cgo, which it needs)", false
 	full := flag.Bool("full", false, "also run the slow tests (slowTests in leftout.go)")
 	flag.Parse()
-	if err := mainErr(*race, *keep, *verbose, *full, *run); err != nil {
-		fmt.Fprintln(os.Stderr, "moderncsuite:", err)
-		os.Exit(1)
-	}
+	suiterun.Exit("moderncsuite", mainErr(f, *full))
 }
 
-func mainErr(race, keep, verbose, full bool, run string) error {
+func mainErr(f suiterun.Flags, full bool) error {
+	race, keep, verbose, run := f.Race, f.Keep, f.Verbose, f.Run
 	start := time.Now()
-	known, err := parseKnown(knownFailuresText)
+	known, err := suiterun.ParseKnown(knownFailuresText, nil)
 	if err != nil {
 		return err
 	}
-	root, err := goOutput("", "list", "-m", "-f", "{{.Dir}}")
+	root, err := suiterun.GoOutput("", "list", "-m", "-f", "{{.Dir}}")
 	if err != nil {
 		return err
 	}
-	mod, err := goOutput(root, "list", "-m", "-f", "{{.Version}} {{.Dir}}", basePath)
+	srcDir, err := moderncBase.Source(root, "the modernc module")
 	if err != nil {
 		return err
 	}
-	version, srcDir, _ := strings.Cut(mod, " ")
-	if srcDir == "" {
-		return fmt.Errorf("%s %s is not in the module cache: run go mod download", basePath, version)
-	}
-	if version != baseVersion {
-		return fmt.Errorf("the modernc module requires %s %s; leftout.go and known_failures.txt describe %s: review them and update baseVersion", basePath, version, baseVersion)
-	}
-
-	scratch, err := os.MkdirTemp("", "cleolease-moderncsuite-")
+	scratch, remove, err := suiterun.Scratch("cleolease-moderncsuite-", keep, func(dir string) error {
+		return writeScratch(dir, root, srcDir)
+	})
 	if err != nil {
 		return err
 	}
-	if keep {
-		fmt.Println("scratch module:", scratch)
-	} else {
-		defer os.RemoveAll(scratch)
-	}
-	if err := writeScratch(scratch, root, srcDir); err != nil {
-		return err
-	}
+	defer remove()
 
 	var skip []string
 	if !full {
 		for _, s := range slowTests {
 			fmt.Printf("not run (slow; -full runs it): %s: %s\n", s.test, s.reason)
-			skip = append(skip, regexp.QuoteMeta(s.test))
+			skip = append(skip, s.test)
 		}
 	}
+	var bugTests []string
 	for _, b := range bugs {
 		fmt.Printf("cleolease bug (-full runs it, and fails): %s: %s\n", b.test, b.report)
+		bugTests = append(bugTests, b.test)
 	}
-	failed, slow, err := runTests(scratch, race, run, skip)
+	cgo := "CGO_ENABLED=0"
+	if race {
+		cgo = "CGO_ENABLED=1"
+	}
+	res, err := suiterun.Run(suiterun.Options{
+		Dir:     scratch,
+		Tmp:     filepath.Join(scratch, "tmp"),
+		Env:     []string{cgo},
+		Race:    race,
+		Run:     run,
+		Skip:    skip,
+		GoFlags: []string{"-mod=mod"},
+	})
 	if err != nil {
 		return err
 	}
-	for _, name := range slices.Sorted(maps.Keys(slow)) {
-		fmt.Printf("slow: %s took %s\n", name, slow[name].Round(time.Second/10))
+	suiterun.PrintSlow(os.Stdout, res.Slow)
+	fmt.Printf("modernc.org/sqlite %s's tests through cleolease-modernc (race %v): %d failed, %d listed in known_failures.txt, %s\n",
+		baseVersion, race, len(res.Failed), len(known), time.Since(start).Round(time.Second))
+	// With -run, listed tests that did not run are not judged; nor are the
+	// slow tests without -full.
+	judged := func(test string) bool {
+		top, _, _ := strings.Cut(test, "/")
+		return run == "" && !slices.Contains(skip, top)
 	}
-	return compare(failed, known, run, skip, verbose, time.Since(start), race)
+	return suiterun.CompareBugs(os.Stdout, res.Failed, known, bugTests, judged, verbose)
 }
 
 // writeScratch fills dir with the scratch module: go.mod and go.sum from the
@@ -136,40 +145,32 @@ func mainErr(race, keep, verbose, full bool, run string) error {
 // modernc's go.mod and go.sum: pprof, fileutil), the rewritten test files,
 // the databases they embed, and the shim.
 func writeScratch(dir, root, srcDir string) error {
-	for _, name := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil {
-			return err
-		}
-		if name == "go.sum" {
-			base, err := os.ReadFile(filepath.Join(srcDir, name))
-			if err != nil {
-				return err
-			}
-			b = append(b, base...)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
-		}
-	}
-	modPath, err := goOutput(root, "list", "-m", "-f", "{{.Path}}")
+	modPath, err := suiterun.GoOutput(root, "list", "-m", "-f", "{{.Path}}")
 	if err != nil {
 		return err
 	}
-	repo, err := goOutput(root, "list", "-m", "-f", "{{.Dir}}", cleoleasePath)
+	repo, err := suiterun.GoOutput(root, "list", "-m", "-f", "{{.Dir}}", cleoleasePath)
 	if err != nil {
 		return err
 	}
-	edits := []string{"mod", "edit", "-module=moderncsuite", "-require=" + modPath + "@v0.0.0",
-		"-replace=" + modPath + "=" + root, "-replace=" + cleoleasePath + "=" + repo}
+	if err := suiterun.WriteGoMod(dir, root, "moderncsuite", []string{modPath},
+		[]suiterun.Replace{{Path: modPath, Dir: root}, {Path: cleoleasePath, Dir: repo}}); err != nil {
+		return err
+	}
 	extra, err := extraRequires(root, srcDir)
 	if err != nil {
 		return err
 	}
-	for _, r := range extra {
-		edits = append(edits, "-require="+r)
+	if len(extra) > 0 {
+		edits := []string{"mod", "edit"}
+		for _, r := range extra {
+			edits = append(edits, "-require="+r)
+		}
+		if _, err := suiterun.GoOutput(dir, edits...); err != nil {
+			return err
+		}
 	}
-	if _, err := goOutput(dir, edits...); err != nil {
+	if err := appendFile(filepath.Join(dir, "go.sum"), filepath.Join(srcDir, "go.sum")); err != nil {
 		return err
 	}
 	dbs, err := filepath.Glob(filepath.Join(srcDir, "*.db"))
@@ -185,264 +186,38 @@ func writeScratch(dir, root, srcDir string) error {
 			return err
 		}
 	}
-	byFile, wholeFiles, err := leftOutByFile()
-	if err != nil {
-		return err
-	}
 	exported, err := exportedNames(srcDir)
 	if err != nil {
 		return err
 	}
-	names, err := filepath.Glob(filepath.Join(srcDir, "*_test.go"))
+	rewrite := func(name string, src []byte, leaveOut map[string]bool) ([]byte, error) {
+		return rewriteFile(name, src, leaveOut, exported)
+	}
+	if err := suiterun.CopyTests(dir, srcDir, "modernc", leftOut, rewrite); err != nil {
+		return err
+	}
+	shim, err := suiterun.ShimFile(shimSource, "sqlite_test", shimHeader)
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, path := range names {
-		base := filepath.Base(path)
-		if wholeFiles[base] {
-			delete(wholeFiles, base)
-			continue
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out, err := rewriteFile(base, src, byFile[base], exported)
-		if err != nil {
-			return err
-		}
-		delete(byFile, base)
-		if err := os.WriteFile(filepath.Join(dir, base), out, 0o644); err != nil {
-			return err
-		}
-	}
-	for f := range wholeFiles {
-		return fmt.Errorf("leftout.go names %s, which modernc does not ship", f)
-	}
-	for f := range byFile {
-		return fmt.Errorf("leftout.go names declarations in %s, which modernc does not ship", f)
-	}
-	shim, err := shimFile()
+	return os.WriteFile(filepath.Join(dir, suiterun.ShimName), shim, 0o644)
+}
+
+// appendFile appends the file from to the file to.
+func appendFile(to, from string) error {
+	b, err := os.ReadFile(from)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, shimName), shim, 0o644)
-}
-
-// testEvent is one line of go test -json (cmd/test2json).
-type testEvent struct {
-	Action  string
-	Test    string
-	Output  string
-	Elapsed float64 // seconds, on pass and fail
-}
-
-// slowAfter is the duration from which a test's time is printed: a test
-// that is slow through cleolease but not through modernc shows a stall.
-const slowAfter = 5 * time.Second
-
-// runTests runs go test in the scratch module and returns the failing
-// tests (subtests included, by their full names) with their output. Its
-// temporary files go into the scratch directory. A test that panics ends
-// the test binary, so the run is repeated, skipping the tests that
-// finished, until none is left: the panicking test counts as failed. An
-// error means the package did not build, or failed outside any test (a
-// timeout): then no per-test verdict can be trusted.
-func runTests(dir string, race bool, run string, skip []string) (failed map[string]string, slow map[string]time.Duration, err error) {
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return nil, nil, err
-	}
-	failed = map[string]string{}
-	slow = map[string]time.Duration{}
-	finished := slices.Clone(skip)
-	for {
-		args := []string{"test", "-json", "-count=1", "-vet=off", "-timeout=10m", "-mod=mod"}
-		if race {
-			args = append(args, "-race")
-		}
-		if run != "" {
-			args = append(args, "-run", run)
-		}
-		if len(finished) > 0 {
-			args = append(args, "-skip", "^("+strings.Join(finished, "|")+")$")
-		}
-		r, err := runOnce(dir, tmp, race, append(args, "."))
-		if err != nil {
-			return nil, nil, err
-		}
-		for name, out := range r.failed {
-			failed[name] = out
-		}
-		for name, d := range r.slow {
-			slow[name] = d
-		}
-		finished = append(finished, r.finished...)
-		if r.panicked == "" {
-			return failed, slow, nil
-		}
-		finished = append(finished, r.panicked)
-	}
-}
-
-// runResult is what one go test run reports.
-type runResult struct {
-	failed   map[string]string        // failing tests and subtests: their output
-	finished []string                 // top-level tests that ran to the end
-	panicked string                   // the top-level test whose panic ended the run
-	slow     map[string]time.Duration // top-level tests that took slowAfter or more
-}
-
-// runOnce runs the go command with args in dir and reads its -json output.
-func runOnce(dir, tmp string, race bool, args []string) (runResult, error) {
-	r := runResult{failed: map[string]string{}, slow: map[string]time.Duration{}}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cgo := "CGO_ENABLED=0"
-	if race {
-		cgo = "CGO_ENABLED=1"
-	}
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, cgo)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
+	f, err := os.OpenFile(to, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return r, err
+		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return r, err
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
 	}
-	output := map[string]*strings.Builder{}
-	var pkgOutput strings.Builder
-	pkgFailed := false
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		var ev testEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			pkgOutput.WriteString(sc.Text() + "\n")
-			continue
-		}
-		if ev.Test == "" {
-			pkgOutput.WriteString(ev.Output)
-			if ev.Action == "fail" || ev.Action == "build-fail" {
-				pkgFailed = true
-			}
-			continue
-		}
-		b := output[ev.Test]
-		if b == nil {
-			b = &strings.Builder{}
-			output[ev.Test] = b
-		}
-		b.WriteString(ev.Output)
-		switch ev.Action {
-		case "fail":
-			r.failed[ev.Test] = b.String()
-			fallthrough
-		case "pass", "skip":
-			if !strings.Contains(ev.Test, "/") {
-				r.finished = append(r.finished, regexp.QuoteMeta(ev.Test))
-				if d := time.Duration(ev.Elapsed * float64(time.Second)); d >= slowAfter {
-					r.slow[ev.Test] = d
-				}
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return r, err
-	}
-	waitErr := cmd.Wait()
-	var exit *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exit) {
-		return r, waitErr
-	}
-	// A panic is reported as the failure of the running test (and of its
-	// parents), followed by the package's failure.
-	for name, out := range r.failed {
-		if !strings.Contains(name, "/") && strings.Contains(out, "panic:") && pkgFailed {
-			r.panicked = regexp.QuoteMeta(name)
-			r.finished = slices.DeleteFunc(r.finished, func(n string) bool { return n == r.panicked })
-		}
-	}
-	if r.panicked == "" && (pkgFailed || waitErr != nil) && len(r.failed) == 0 ||
-		strings.Contains(pkgOutput.String(), "test timed out") {
-		return r, fmt.Errorf("go test in the scratch module failed outside any test:\n%s%s", pkgOutput.String(), stderr.String())
-	}
-	return r, nil
-}
-
-// compare prints the verdict and returns an error when the failures differ
-// from the list: a test failed that is not on it, or a listed test passed.
-// With -run, listed tests that did not run are not judged; nor are the slow
-// tests without -full.
-func compare(failed map[string]string, known []knownFailure, run string, skip []string, verbose bool, took time.Duration, race bool) error {
-	var unexpected, fixed []string
-	listed := map[string]bool{}
-	for _, k := range known {
-		listed[k.test] = true
-		top, _, _ := strings.Cut(k.test, "/")
-		if _, ok := failed[k.test]; !ok && run == "" && !slices.Contains(skip, regexp.QuoteMeta(top)) {
-			fixed = append(fixed, k.test)
-		}
-	}
-	for name := range failed {
-		if !listed[name] {
-			unexpected = append(unexpected, name)
-		}
-	}
-	sort.Strings(unexpected)
-	var w io.Writer = os.Stdout
-	fmt.Fprintf(w, "modernc.org/sqlite %s's tests through cleolease-modernc (race %v): %d failed, %d listed in known_failures.txt, %s\n",
-		baseVersion, race, len(failed), len(known), took.Round(time.Second))
-	for _, k := range known {
-		if out, ok := failed[k.test]; ok {
-			fmt.Fprintf(w, "  known: %s (%s)\n", k.test, k.difference)
-			if verbose {
-				fmt.Fprint(w, indent(out))
-			}
-		}
-	}
-	for _, name := range unexpected {
-		what := "UNEXPECTED FAILURE"
-		for _, b := range bugs {
-			if b.test == name {
-				what = "CLEOLEASE BUG (leftout.go's bugs)"
-			}
-		}
-		fmt.Fprintf(w, "%s: %s\n%s", what, name, indent(failed[name]))
-	}
-	for _, name := range fixed {
-		fmt.Fprintf(w, "LISTED BUT PASSED: %s: take it off known_failures.txt (and its README mention)\n", name)
-	}
-	if len(unexpected) > 0 || len(fixed) > 0 {
-		return fmt.Errorf("%d unexpected failures, %d listed tests passed", len(unexpected), len(fixed))
-	}
-	return nil
-}
-
-func indent(s string) string {
-	var b strings.Builder
-	for _, l := range strings.SplitAfter(s, "\n") {
-		if l != "" {
-			b.WriteString("    " + l)
-		}
-	}
-	return b.String()
-}
-
-// goOutput runs the go command in dir and returns its trimmed stdout.
-func goOutput(dir string, args ...string) (string, error) {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
+	return f.Close()
 }
 
 // extraRequires returns, as path@version, the requirements of modernc's
@@ -454,7 +229,7 @@ func extraRequires(root, srcDir string) ([]string, error) {
 	}
 	read := func(path string) (modFile, error) {
 		var m modFile
-		out, err := goOutput(root, "mod", "edit", "-json", path)
+		out, err := suiterun.GoOutput(root, "mod", "edit", "-json", path)
 		if err != nil {
 			return m, err
 		}

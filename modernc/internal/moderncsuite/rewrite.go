@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"go/ast"
-	"go/format"
 	"go/parser"
 	"go/token"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cleocode/cleolease/internal/suiterun"
 )
 
 // basePath is modernc's import path, dot-imported by every rewritten file
@@ -52,25 +52,9 @@ func rewriteFile(name string, src []byte, leaveOut, exported map[string]bool) ([
 	}
 	f.Name.Name = "sqlite_test"
 
-	seen := map[string]bool{}
-	kept := f.Decls[:0]
-	for _, d := range f.Decls {
-		if n := declName(d); n != "" && leaveOut[n] {
-			seen[n] = true
-			continue
-		}
-		kept = append(kept, d)
+	if err := suiterun.DropDecls(f, name, leaveOut); err != nil {
+		return nil, err
 	}
-	f.Decls = kept
-	for n := range leaveOut {
-		if !seen[n] {
-			return nil, fmt.Errorf("%s: %s is listed as left out but not declared there", name, n)
-		}
-	}
-	// Comments of dropped declarations would otherwise float into what
-	// remains; keep only those still inside a kept node or outside any
-	// declaration (the file's header and build constraint).
-	f.Comments = keptComments(f)
 
 	ast.Inspect(f, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
@@ -93,16 +77,11 @@ func rewriteFile(name string, src []byte, leaveOut, exported map[string]bool) ([
 		return true
 	})
 
-	dropUnusedImports(f)
+	suiterun.DropUnusedImports(f)
 	if usesAny(f, exported) {
 		addDotImport(f)
 	}
-
-	var buf bytes.Buffer
-	if err := format.Node(&buf, fset, f); err != nil {
-		return nil, err
-	}
-	return format.Source(buf.Bytes())
+	return suiterun.Format(fset, f)
 }
 
 // isUnresolvedCall reports whether call is fn(...), fn an identifier the
@@ -121,66 +100,6 @@ func isMethodCall(call *ast.CallExpr, fn string) bool {
 	}
 	x, ok := sel.X.(*ast.Ident)
 	return !ok || x.Obj != nil
-}
-
-// declName names a top-level function (not a method) or a single-name
-// var, const or type declaration; "" for anything else.
-func declName(d ast.Decl) string {
-	switch d := d.(type) {
-	case *ast.FuncDecl:
-		if d.Recv == nil {
-			return d.Name.Name
-		}
-	case *ast.GenDecl:
-		if len(d.Specs) != 1 {
-			return ""
-		}
-		switch s := d.Specs[0].(type) {
-		case *ast.ValueSpec:
-			if len(s.Names) == 1 {
-				return s.Names[0].Name
-			}
-		case *ast.TypeSpec:
-			return s.Name.Name
-		}
-	}
-	return ""
-}
-
-// keptComments returns the comment groups of f that lie before the first
-// declaration or inside (or as the doc of) a kept declaration.
-func keptComments(f *ast.File) []*ast.CommentGroup {
-	type span struct{ from, to token.Pos }
-	var spans []span
-	for _, d := range f.Decls {
-		from := d.Pos()
-		switch d := d.(type) {
-		case *ast.FuncDecl:
-			if d.Doc != nil {
-				from = d.Doc.Pos()
-			}
-		case *ast.GenDecl:
-			if d.Doc != nil {
-				from = d.Doc.Pos()
-			}
-		}
-		spans = append(spans, span{from, d.End()})
-	}
-	first := f.Name.End()
-	var out []*ast.CommentGroup
-	for _, c := range f.Comments {
-		if c.End() <= first {
-			out = append(out, c)
-			continue
-		}
-		for _, s := range spans {
-			if c.Pos() >= s.from && c.End() <= s.to {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // isBaseName reports whether e names modernc's driver: the literal
@@ -274,51 +193,6 @@ func isSQLCall(call *ast.CallExpr, fn string) bool {
 	}
 	x, ok := sel.X.(*ast.Ident)
 	return ok && x.Name == "sql" && x.Obj == nil
-}
-
-// dropUnusedImports removes the named and default imports no selector in
-// f refers to any more (after declarations were dropped). Blank and dot
-// imports are kept.
-func dropUnusedImports(f *ast.File) {
-	used := map[string]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Obj == nil {
-				used[x.Name] = true
-			}
-		}
-		return true
-	})
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.IMPORT {
-			continue
-		}
-		specs := g.Specs[:0]
-		for _, s := range g.Specs {
-			is := s.(*ast.ImportSpec)
-			if used[importName(is)] || (is.Name != nil && (is.Name.Name == "_" || is.Name.Name == ".")) {
-				specs = append(specs, s)
-			}
-		}
-		g.Specs = specs
-	}
-	f.Imports = nil
-}
-
-// importName is the name an import binds: its explicit name, or the last
-// element of its path (true of every standard package the tests import).
-func importName(is *ast.ImportSpec) string {
-	if is.Name != nil {
-		return is.Name.Name
-	}
-	p, _ := strconv.Unquote(is.Path.Value)
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
 }
 
 // addDotImport adds `import . "modernc.org/sqlite"` as a
