@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/cleocode/cleolease" // registers "cleolease" (and go-sqlite3's "sqlite3"): the peers' drivers
 	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
