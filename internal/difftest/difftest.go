@@ -132,16 +132,17 @@ var DeadlineOpAfter = func() time.Duration {
 	return 30 * time.Millisecond
 }()
 
-// Run performs one call and describes its outcome in one string.
+// Run performs one call and describes its outcome in one string. The
+// calls (Op.Via):
 //
-//	exec, query, queryrow, prepare-exec, prepare-query: on the *sql.DB, or
-//	on the open transaction or connection when there is one;
-//	begin, commit, rollback: a transaction (begin-ro: ReadOnly, begin-rc:
-//	isolation level ReadCommitted); conn, close: a *sql.Conn;
-//	ping: db.PingContext;
-//	cancelled-exec, cancelled-query, cancelled-begin: with a context that
-//	is already cancelled; deadline-exec, deadline-query: with a context
-//	that expires while the statement runs.
+//   - exec, query, queryrow, prepare-exec, prepare-query: on the *sql.DB,
+//     or on the open transaction or connection when there is one;
+//   - begin, commit, rollback: a transaction (begin-ro: ReadOnly,
+//     begin-rc: isolation level ReadCommitted); conn, close: a *sql.Conn;
+//   - ping: db.PingContext;
+//   - cancelled-exec, cancelled-query, cancelled-begin: with a context
+//     that is already cancelled; deadline-exec, deadline-query: with a
+//     context that expires while the statement runs.
 func (s *Session) Run(o Op) string {
 	ctx := context.Background()
 	var q queryer = s.DB
