@@ -127,8 +127,15 @@ func TestHandOffInsideTheLastCommit(t *testing.T) {
 			if c.deferredFK != (errors.As(err, &se) && se.Code == sqlite3.ErrConstraint) {
 				t.Fatalf("Commit: %v (deferred FK violation: %v)", err, c.deferredFK)
 			}
-			if got := w.expect("ok"); got != "confirmed=1" {
-				t.Fatalf("waiter: ok %s, want confirmed=1 (its grant confirmed inside its own transaction)", got)
+			// The waiter confirms the grant inside its own transaction
+			// when the grant's datagram wakes it (confirmed=1); on a
+			// loaded machine its fallback poll, or the close of a
+			// connection on the file, may wake it first, and it reads
+			// the row that names it on its engine's connection
+			// (confirmed=0). Either way it was granted the lane: the
+			// hand-off count and the epoch below say so.
+			if got := w.expect("ok"); got != "confirmed=1" && got != "confirmed=0" {
+				t.Fatalf("waiter: ok %s, want confirmed=1 or 0", got)
 			}
 			after, err := cleolease.Stats(ctx, db)
 			if err != nil {

@@ -1,6 +1,10 @@
 package core
 
-import "github.com/cleocode/cleolease/internal/sqlbase"
+import (
+	"errors"
+
+	"github.com/cleocode/cleolease/internal/sqlbase"
+)
 
 // fileErrorCodes are SQLite's primary result codes that concern the
 // database file as a whole rather than one statement: it cannot be opened
@@ -32,4 +36,25 @@ func sqliteFileError(err error) error {
 		return c.Err
 	}
 	return err
+}
+
+// readOnlyDBMoved is SQLITE_READONLY_DBMOVED: SQLite refused to write
+// because the file it has open is no longer at its path
+// (sqlite.org/rescode.html#readonly_dbmoved).
+const readOnlyDBMoved = sqlbase.ReadOnly | 4<<8
+
+// writeError is what a write's caller gets for err: the engine's
+// ErrFileChanged when SQLite refused the write because the database path
+// was renamed over or deleted (the file watch may not have reported it
+// yet when the statement started, so the check before it passed), then
+// replicaError's reading of the rest.
+func (c *Connector) writeError(err error) error {
+	if code, ok := sqlbase.Code(err); ok && code.Extended == readOnlyDBMoved {
+		if e := c.Engine(); e != nil {
+			if ferr := e.CheckFile(); ferr != nil && errors.Is(ferr, ErrFileChanged) {
+				return ferr
+			}
+		}
+	}
+	return c.replicaError(err)
 }

@@ -59,7 +59,7 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 		if h == nil || !h.Begun() {
 			if err := lc.beginImmediate(ctx, h != nil && h.Claimed()); err != nil {
 				releaseHold(h)
-				return leasedWrite{}, lc.c.replicaError(err)
+				return leasedWrite{}, lc.c.writeError(err)
 			}
 		}
 		if h == nil {
@@ -101,7 +101,7 @@ const maxRetakes = 2
 func (w *leasedWrite) finish(runErr error) error {
 	defer w.release()
 	if !w.fenced {
-		return w.lc.c.replicaError(runErr)
+		return w.lc.c.writeError(runErr)
 	}
 	if runErr != nil {
 		switch {
@@ -111,9 +111,9 @@ func (w *leasedWrite) finish(runErr error) error {
 		default:
 			w.lc.commitFenced(w.fence) // rolls back when it cannot commit
 		}
-		return w.lc.c.replicaError(runErr)
+		return w.lc.c.writeError(runErr)
 	}
-	return w.lc.c.replicaError(w.lc.commitFenced(w.fence))
+	return w.lc.c.writeError(w.lc.commitFenced(w.fence))
 }
 
 // abort rolls back the transaction the write opened and releases the
