@@ -57,10 +57,29 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		e.stats.Grants.Add(1)
 		e.stats.FastGrants.Add(1)
 		e.stats.observeWait(0)
-		return &Hold{l: l, g: g, gateHeld: true}, nil
+		h := &Hold{l: l, g: g, gateHeld: true}
+		if observed() {
+			h.at = time.Now()
+			Emit(Event{Kind: WaitEnded, Path: e.path, Scope: scope, Lane: lane,
+				Waiters: l.waiting.Load(), Outcome: OutcomeGranted})
+		}
+		return h, nil
 	}
 	bound := &waitBound{wait: opts.Wait}
 	defer bound.stop()
+	l.waitStarted()
+	h, err := l.wait(ctx, bound, opts)
+	l.waitEnded(bound.waited(), h, err)
+	if h != nil && observed() {
+		h.at = time.Now()
+	}
+	return h, err
+}
+
+// wait is Acquire's way when the lane's row is not this process's to
+// re-use at once: through the gate, then ensureRow.
+func (l *laneState) wait(ctx context.Context, bound *waitBound, opts AcquireOptions) (*Hold, error) {
+	e := l.e
 	if err := l.enter(ctx, bound); err != nil {
 		if err == errWaitBound {
 			return l.unavailable(ctx, opts, false, bound.waited())

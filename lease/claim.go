@@ -230,7 +230,7 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 		if !free {
 			ok, why := l.reclaimable(active)
 			if ok {
-				l.e.stats.reclaimed(why)
+				l.countReclaim(why)
 				l.e.logf(slog.LevelWarn, "cleolease: lease reclaimed", "scope", l.scope, "lane", l.lane,
 					"from", active.h.ID, "pid", active.h.PID, "epoch", active.epoch, "reason", why)
 				free, prev = true, active
@@ -251,7 +251,7 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, grantArgs{prev: prev, dequeue: true}); err != nil {
 				return err
 			}
-			l.e.stats.Handoffs.Add(1)
+			l.countHandoff()
 			rang = hd.h.ID
 		} else {
 			holderID = active.h.ID

@@ -123,7 +123,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	})
 	if err == nil {
 		if rang != "" {
-			l.e.stats.Handoffs.Add(1)
+			l.countHandoff()
 		}
 		l.e.stats.DeadWaiters.Add(int64(len(gone)))
 		// From now on a registration reaching this process follows the

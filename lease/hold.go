@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync/atomic"
+	"time"
 )
 
 // Hold is one caller's share of a lane's lease, from Acquire to Release.
@@ -25,6 +26,7 @@ type Hold struct {
 	// grant's slice, so the turn goes on past its release (see release).
 	inTurn   atomic.Bool
 	released atomic.Bool
+	at       time.Time // when Acquire returned it, while an Observer is registered (HoldEnded)
 }
 
 // Scope and Lane name the lane this Hold is on.
@@ -385,6 +387,13 @@ func (h *Hold) Release() {
 		l.held.unnestLocked()
 		l.mu.Unlock()
 		return
+	}
+	if h.g != nil && !h.at.IsZero() && observed() {
+		outcome := OutcomeReleased
+		if h.g.lost.Load() {
+			outcome = OutcomeLost
+		}
+		l.emit(HoldEnded, time.Since(h.at), outcome)
 	}
 	l.release(h)
 }

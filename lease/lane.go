@@ -3,6 +3,7 @@ package lease
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // laneState is one (scope, lane) of an Engine: it composes the parts that
@@ -44,6 +45,7 @@ type laneState struct {
 	settler   settler       // settles the lane after a claim that gave up (settle.go)
 	inbox     inbox         // other processes' waiters' registrations (inbox.go)
 	epochs    epochMemory   // the lane's epochs seen (epochs.go; atomic)
+	waiting   atomic.Int64  // Acquire calls of this process waiting for the lane (observe.go)
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
@@ -112,6 +114,7 @@ func (l *laneState) markLost(g *grant, why string) {
 	l.epochs.note(g.epoch)
 	if g.lost.CompareAndSwap(false, true) {
 		l.e.stats.Lost.Add(1)
+		l.emit(Lost, 0, "")
 		l.e.logf(slog.LevelWarn, "cleolease: lease lost", "scope", l.scope, "lane", l.lane, "epoch", g.epoch, "reason", *g.why.Load())
 	}
 	l.dropRow(g)

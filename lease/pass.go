@@ -157,7 +157,7 @@ func (p *Pass) Committed() {
 // done is the end of a Pass that committed.
 func (p *Pass) done() {
 	l := p.l
-	l.e.stats.Handoffs.Add(1)
+	l.countHandoff()
 	l.e.stats.PassedInCommit.Add(1)
 	l.e.stats.DeadWaiters.Add(int64(len(p.gone)))
 	l.handedOnTo(p.g, p.to.ID, passedGrant{to: p.to, epoch: p.epoch, at: time.Now()})

@@ -579,7 +579,10 @@ func runOp(ctx context.Context, o Options, op string, skipIfCurrent bool, fn fun
 	if o.Logger != nil {
 		r.m.Log = migrateLogger{o.Logger}
 	}
-	return fn(r)
+	start := time.Now()
+	err = fn(r)
+	observeRun(o, start, err)
+	return err
 }
 
 // acquired is the outcome of an Acquire running in the background.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/cleocode/cleolease/lease"
 )
@@ -55,7 +56,10 @@ func Run(ctx context.Context, o Options, fn func(ctx context.Context, db *sql.DB
 	}
 	db := openPrivate(o, true)
 	defer db.Close()
-	if err := fn(ctx, db); err != nil {
+	start := time.Now()
+	err = fn(ctx, db)
+	observeRun(o, start, err)
+	if err != nil {
 		return &funcError{err: err}
 	}
 	return nil
