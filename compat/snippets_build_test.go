@@ -48,6 +48,8 @@ var snippetImports = map[string]string{
 	"schema":        "entgo.io/ent/dialect/sql/schema",
 	"field":         "entgo.io/ent/schema/field",
 	"goose":         "github.com/pressly/goose/v3",
+	"metrics":       "github.com/cleocode/cleolease/metrics",
+	"otel":          "go.opentelemetry.io/otel",
 }
 
 // snippetGivens is the file beside every statement fragment: the names a

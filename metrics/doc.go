@@ -9,7 +9,7 @@
 // Call Observe once, at start-up, with the application's MeterProvider
 // (by default the global one, otel.GetMeterProvider):
 //
-//	stop, err := metrics.Observe(metrics.WithMeterProvider(provider))
+//	stop, err := metrics.Observe(metrics.WithMeterProvider(otel.GetMeterProvider()))
 //	if err != nil {
 //		return err
 //	}
