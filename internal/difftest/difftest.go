@@ -21,7 +21,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -120,17 +119,16 @@ type queryer interface {
 // goroutine starts the statement (sqlite3.go: "this is still racy"), and
 // SQLite forgets an interrupt made before a connection's first running
 // statement begins, so a deadline that passes first leaves the statement
-// (a billion-row CTE) to run to its end. On Linux 30 ms leaves ample room.
-// Under Wine on a loaded 2-vCPU machine a goroutine can wait longer than
-// that to run (the whole Windows suite hung there twice on 2026-12-02 at
-// load 12–19, inside sqlite3_step), so Windows waits 250 ms: a guard
-// against that race, not a fix of it.
-var DeadlineOpAfter = func() time.Duration {
-	if runtime.GOOS == "windows" {
-		return 250 * time.Millisecond
-	}
-	return 30 * time.Millisecond
-}()
+// (a billion-row CTE) to run to its end. Through cleolease the deadline
+// must also pass after the lease is taken and the driver's BEGIN IMMEDIATE
+// has run, or the interrupt lands on those and the error comes from Query
+// where the base alone reports it from Next: 30 ms was not enough on a
+// 2-vCPU CI machine running several test binaries at once (ncruces's
+// INSERT … RETURNING case, 2026-12-05). Under Wine on a loaded 2-vCPU
+// machine a goroutine waited longer than 30 ms to run (the whole Windows
+// suite hung there twice on 2026-12-02, inside sqlite3_step). So 250 ms
+// everywhere: a guard against these races, not a fix of them.
+var DeadlineOpAfter = 250 * time.Millisecond
 
 // Run performs one call and describes its outcome in one string. The
 // calls (Op.Via):
