@@ -552,9 +552,13 @@ func TestLitestreamReplicatesContendedWorkload(t *testing.T) {
 
 // BenchmarkLitestream measures the contended read-modify-write workload
 // (4 processes × 2 goroutines, no work inside the transaction, 3 s a run)
-// with and without Litestream replicating the file (to a file replica
-// every 100 ms), for cleolease and for go-sqlite3 with _txlock=immediate
-// (txlock), each run on a fresh file. Every round (b.N) runs the four
+// without Litestream, with Litestream replicating the file (to a file
+// replica every 100 ms) and SQLite's default wal_autocheckpoint, and with
+// Litestream and wal_autocheckpoint = 0 on every connection (what
+// Litestream asks for, through a go-sqlite3 ConnectHook: for cleolease it
+// also moves the grant out of the holder's commit, onto the engine's
+// connection), for cleolease and for go-sqlite3 with _txlock=immediate
+// (txlock), each run on a fresh file. Every round (b.N) runs the six
 // combinations, in an order rotated by one each round so that none always
 // goes first; it reports the commits/s of each and the with ÷ without
 // ratios. Skips (fails under CI=true) without litestream.
@@ -563,44 +567,48 @@ func TestLitestreamReplicatesContendedWorkload(t *testing.T) {
 func BenchmarkLitestream(b *testing.B) {
 	bin := requireLitestream(b)
 	const procs, gs, dur = 4, 2, 3 * time.Second
-	type combo struct {
-		drv string
-		ls  bool
+	type combo struct{ drv, mode string } // mode: "", "+litestream", "+litestream+ckpt0"
+	var combos []combo
+	for _, d := range []string{"cleolease", "txlock"} {
+		for _, m := range []string{"", "+litestream", "+litestream+ckpt0"} {
+			combos = append(combos, combo{d, m})
+		}
 	}
-	combos := []combo{{"cleolease", false}, {"cleolease", true}, {"txlock", false}, {"txlock", true}}
 	rate := make(map[combo]float64)
 	dir := testdir.New(b)
 	for i := 0; i < b.N; i++ {
 		for j := range combos {
 			c := combos[(i+j)%len(combos)]
-			name := fmt.Sprintf("%s-%v-%d.db", c.drv, c.ls, i)
+			name := fmt.Sprintf("%s%s-%d.db", c.drv, c.mode, i)
 			s := newLitestreamSetup(b, bin, dir, name)
 			createCounterDB(b, s.db)
 			var ls *litestreamRun
-			if c.ls {
+			if c.mode != "" {
 				ls = s.start(b)
 				proctest.Poll(b, "litestream's first sync", 60*time.Second, 20*time.Millisecond,
 					func() bool { return s.replicaTXID() > 0 })
 			}
-			r := collectRMW(startRMW(b, s.db, c.drv, procs, gs, dur), false)
+			var env []string
+			if c.mode == "+litestream+ckpt0" {
+				env = append(env, "CLEOLEASE_WAL_AUTOCHECKPOINT=0")
+			}
+			r := collectRMW(startRMW(b, s.db, c.drv, procs, gs, dur, env...), false)
 			if ls != nil {
 				ls.kill()
 			}
 			if r.fails != 0 {
-				b.Fatalf("%s (litestream %v): %d errors (first: %s)", c.drv, c.ls, r.fails, r.first)
+				b.Fatalf("%s%s: %d errors (first: %s)", c.drv, c.mode, r.fails, r.first)
 			}
 			rate[c] += float64(r.commits) / dur.Seconds()
 		}
 	}
 	nf := float64(b.N)
 	for _, c := range combos {
-		unit := c.drv + "-commits/s"
-		if c.ls {
-			unit = c.drv + "+litestream-commits/s"
-		}
-		b.ReportMetric(rate[c]/nf, unit)
+		b.ReportMetric(rate[c]/nf, c.drv+c.mode+"-commits/s")
 	}
-	b.ReportMetric(rate[combo{"cleolease", true}]/rate[combo{"cleolease", false}], "cleolease-ratio")
-	b.ReportMetric(rate[combo{"txlock", true}]/rate[combo{"txlock", false}], "txlock-ratio")
-	b.ReportMetric(rate[combo{"cleolease", true}]/rate[combo{"txlock", true}], "cleolease/txlock+litestream")
+	for _, d := range []string{"cleolease", "txlock"} {
+		for _, m := range []string{"+litestream", "+litestream+ckpt0"} {
+			b.ReportMetric(rate[combo{d, m}]/rate[combo{d, ""}], d+m+"-ratio")
+		}
+	}
 }
