@@ -171,8 +171,8 @@
 // The floor is therefore the wall clock, in microseconds since the Unix
 // epoch, with this process's high-water mark on top: a lane whose row has
 // to be inserted — a new lane, or one whose rows or tables were deleted —
-// starts at max(highest remaining epoch + 1, clock, high-water mark + 1);
-// every other grant is the row's epoch + 1, as before. Epochs issued that
+// starts at max(highest remaining epoch + 1, clock, high-water mark + 1),
+// and so does every other grant but a hand-off (below). Epochs issued that
 // way never run ahead of the clock that issued them (a grant is an SQLite
 // write transaction: far more than a microsecond), so an epoch taken after
 // the loss exceeds every earlier one provided the clock reading it is not
@@ -184,16 +184,19 @@
 //
 // A copy of the file that missed the last grants (a LiteFS replica
 // promoted before they arrived; a file that lost its last commits at a
-// power loss) would hand out its row's epoch + 1 again. So a grant that
-// takes a lane over from a row written during another boot (another
-// host's, or this host's before a restart) takes the floor too, and on a
-// replicated file (Options.Replicated: a LiteFS mount) every grant but a
-// hand-off does: after a failover the first grant of every lane on the new
-// primary is a claim or a reclaim, never a hand-off, so it exceeds every
-// epoch the former primary issued, under the same clock bound. A
-// replicated file never makes a degraded grant either: a holder that
-// looks alive may be a former primary's process on another node of this
-// host (see takeover.go).
+// power loss; a backup restored over the file, or a copy opened beside
+// it) would hand out its row's epoch + 1 again. So every grant but a
+// hand-off — a live holder rewriting the row it holds for a waiter, in
+// its own transaction — takes the floor: a claim of a free lane, the
+// reuse of a released row, a reclaim, a grant to the queue's head over a
+// dead holder's row. After a failover or a restore the first grant of
+// every lane is one of these, never a hand-off (the row a live holder
+// holds is the one it wrote on this file; a restored row that names a
+// process is never taken as handed to it, see below), so it exceeds every
+// epoch issued before, under the same clock bound. A replicated file
+// (Options.Replicated: a LiteFS mount) never makes a degraded grant
+// either: a holder that looks alive may be a former primary's process on
+// another node of this host (see takeover.go).
 //
 // # How a lane is built
 //
@@ -230,10 +233,9 @@
 //   - hold: one caller's use of a grant, from Acquire to Release (hold.go);
 //     holds re-enter a grant already held through the context (WithHold).
 //   - epoch: the fencing token, strictly increasing per (scope, lane),
-//     never reused: every claim, hand-off and reclaim writes epoch + 1; a
-//     lane's first row (or one recreated after its rows were deleted), a
-//     takeover of a row of another boot, and on a replicated file every
-//     grant but a hand-off, take at least the clock floor (see above).
+//     never reused: a hand-off writes epoch + 1; every other grant (a
+//     claim, a reclaim, a lane's first row or one recreated after its rows
+//     were deleted) takes at least the clock floor (see above).
 //   - fencing: the check, inside the writer's own transaction, that its
 //     (holder, epoch) is still the active row (Hold.FenceBegin and
 //     Fencing.Check; Hold.Fence for a caller that cannot check at BEGIN).

@@ -91,7 +91,7 @@ func (l *laneState) handOff(g *grant, why string) {
 			cand = nil
 		}
 		if cand != nil {
-			_, err := l.grantTo(ctx, c, cand.h, cand.ttl, grantArgs{prev: me, ifQueueEmpty: true})
+			_, err := l.grantTo(ctx, c, cand.h, cand.ttl, grantArgs{prev: me, ifQueueEmpty: true, handOff: true})
 			if err == nil {
 				rang, gone = cand.h.ID, gone0
 				g.given.Store(true)
@@ -108,7 +108,7 @@ func (l *laneState) handOff(g *grant, why string) {
 			return err
 		}
 		if hd != nil && hd.h.ID != l.e.holderID {
-			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, grantArgs{prev: me, dequeue: hd.row}); err != nil {
+			if _, err := l.grantTo(ctx, c, hd.h, hd.ttl, grantArgs{prev: me, dequeue: hd.row, handOff: true}); err != nil {
 				return err
 			}
 			rang = hd.h.ID

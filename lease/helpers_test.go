@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -341,4 +342,13 @@ func increment(ctx context.Context, db *sql.DB, h *Hold) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// atoiEpoch parses an epoch a child reported (-1 when it is not a number).
+func atoiEpoch(s string) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }

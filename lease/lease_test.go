@@ -220,8 +220,8 @@ func TestKilledHolderIsReclaimedWithoutTTL(t *testing.T) {
 	if h == nil {
 		t.Fatal("no grant")
 	}
-	if h.Epoch() != epoch+1 {
-		t.Fatalf("epoch %d, want %d", h.Epoch(), epoch+1)
+	if h.Epoch() <= epoch {
+		t.Fatalf("epoch %d, want above %d", h.Epoch(), epoch)
 	}
 	if n := queueLen(t, path, "s", "l"); n != 0 {
 		t.Fatalf("%d queue rows remain", n)

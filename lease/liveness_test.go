@@ -159,8 +159,8 @@ func TestUnknownHolderWaitsForTTL(t *testing.T) {
 				t.Fatalf("Acquire: %v", err)
 			}
 			defer h.Release()
-			if h.Epoch() != 8 {
-				t.Fatalf("epoch %d, want 8", h.Epoch())
+			if h.Epoch() <= 7 {
+				t.Fatalf("epoch %d, want above 7", h.Epoch())
 			}
 			if n := c.counters(e.Stats()); n != 1 {
 				t.Fatalf("reclaim counter %d, want 1: %+v", n, e.Stats())

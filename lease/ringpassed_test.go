@@ -48,7 +48,9 @@ func TestClaimAfterPassRegistersWithoutARead(t *testing.T) {
 		t.FailNow()
 	}
 	defer h2.Release()
-	if h2.Epoch() != epoch+2 || reads.Load() != 0 {
-		t.Fatalf("the writer came back at epoch %d (want %d) after %d reads of the row before registering (want 0)", h2.Epoch(), epoch+2, reads.Load())
+	// (Above epoch+1: epoch+2 when the next holder hands the lane back,
+	// the floor when it released it and this claim took it free.)
+	if h2.Epoch() <= epoch+1 || reads.Load() != 0 {
+		t.Fatalf("the writer came back at epoch %d (want above %d) after %d reads of the row before registering (want 0)", h2.Epoch(), epoch+1, reads.Load())
 	}
 }

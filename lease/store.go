@@ -106,6 +106,10 @@ type grantArgs struct {
 	// of the lane has a higher epoch than prev (with prev only;
 	// errLostRow otherwise, as when prev changed).
 	ifQueueEmpty bool
+	// handOff says that prev is the grant this process holds, handed on
+	// (handoff.go): the only grant that counts on from prev's epoch
+	// without the clock floor (takeoverFloor).
+	handOff bool
 }
 
 // grantFields are the columns a grant sets, with grantTo's arguments:
@@ -135,9 +139,11 @@ func (l *laneState) holderValues(h holder, ttl int64) (int64, any, any) {
 // is set, that row is rewritten in place, guarded by its holder and epoch
 // (errLostRow if it changed); otherwise the newest released row is reused,
 // or a row inserted. Either way one row per lane carries the high-water
-// epoch, so epochs never go back and the table does not grow. An inserted
-// row starts at epochMemory.floor, so that a lane whose rows were deleted (or
-// whose tables were dropped) does not count again from 1.
+// epoch, so epochs never go back and the table does not grow. Every grant
+// but a hand-off (a.handOff) takes at least epochMemory.floor
+// (takeoverFloor), so that a lane whose rows were deleted (or whose tables
+// were dropped) does not count again from 1, and one whose rows came back
+// with a restored or copied file does not count on from them.
 func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int64, a grantArgs) (*grant, error) {
 	prev := a.prev
 	now := l.e.nowMS()
@@ -147,7 +153,7 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 	const next = `(SELECT min(coalesce(max(epoch), 0), 4611686018427387903) FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND typeof(epoch) = 'integer') + 1`
 	const set = fields + `, epoch = max(` + next + `, ?12)`
 	args := []any{l.scope, l.lane, h.ID, h.PID, now, ttl, start, slot}
-	floor := l.takeoverFloor(prev)
+	floor := l.takeoverFloor(a.handOff)
 	var g grant
 	var err error
 	if prev != nil {
@@ -172,13 +178,11 @@ func (l *laneState) grantTo(ctx context.Context, c *sql.Conn, h holder, ttl int6
 			return nil, errLostRow
 		}
 	} else {
-		// The newest released row is reused; one a holder of another boot
-		// released (SET reads the row's values before the update) takes
-		// the floor too (see takeoverFloor).
-		err = c.QueryRowContext(ctx, `UPDATE main._writer_leases SET `+fields+`, epoch = max(`+next+`,
-				CASE WHEN holder_start IS NOT NULL AND substr(holder_start, 1, length(?10)) <> ?10 THEN ?11 ELSE ?12 END)
+		// The newest released row is reused, at the floor (takeoverFloor:
+		// the row may have come back with a restored file).
+		err = c.QueryRowContext(ctx, `UPDATE main._writer_leases SET `+fields+`, epoch = max(`+next+`, ?9)
 			WHERE id = (SELECT id FROM main._writer_leases WHERE scope = ?1 AND lane = ?2 AND active = 0 ORDER BY epoch DESC LIMIT 1)
-			RETURNING id, epoch`, append(args, nil, bootPrefix(), l.epochs.floor(l.e.clock.Now()), floor)...).Scan(&g.id, &g.epoch)
+			RETURNING id, epoch`, append(args, l.epochs.floor(l.e.clock.Now()))...).Scan(&g.id, &g.epoch)
 		if err == sql.ErrNoRows {
 			err = c.QueryRowContext(ctx, `INSERT INTO main._writer_leases
 				(scope, lane, holder_id, holder_pid, acquired_at, heartbeat_at, ttl_ms, reentrancy_depth, active, holder_start, holder_slot, epoch)

@@ -1,59 +1,42 @@
 package lease
 
-// Epochs across a change of writer host. A lane's row travels with the
-// file: to a LiteFS replica promoted to primary, or through a reboot. The
-// copy that arrives may miss the last grants made before the change (LiteFS
-// replicates asynchronously; synchronous=NORMAL in WAL mode may lose the
-// last commits at a power loss), so its row's epoch + 1 may repeat an
-// epoch already handed out, and used outside the database. A grant that
-// takes a lane over from such a row therefore takes the clock floor
-// (epochMemory.floor) too, as a recreated row does.
+// Epochs across a change of the file's history. A lane's row travels with
+// the file: to a LiteFS replica promoted to primary, through a reboot,
+// through a backup restored over it or a copy opened beside it. The copy
+// that arrives may miss the last grants made before the change, so its
+// row's epoch + 1 may repeat an epoch already handed out, and used outside
+// the database. Every grant but a hand-off therefore takes the clock floor
+// (epochMemory.floor), as a recreated row does.
 
-import (
-	"strings"
+import "github.com/cleocode/cleolease/internal/platform"
 
-	"github.com/cleocode/cleolease/internal/platform"
-)
-
-// takeoverFloor is the lowest epoch a grant that rewrites prev (nil: the
-// lane has no active row) may carry, or 0 when it simply counts on from
-// the lane's highest epoch:
+// takeoverFloor is the lowest epoch a grant may carry, or 0 when it
+// simply counts on from the lane's highest epoch:
 //
-//   - a hand-off, where this process rewrites its own row for a waiter,
-//     counts on: the row was written by a live holder of this host, after
-//     every earlier grant on this copy of the file;
-//   - on a replicated file (Options.Replicated), every other grant — a
-//     claim of a free lane, a reclaim, a grant to the queue's head over a
-//     dead holder's row — takes the floor: after a failover the first
-//     grant of every lane on the new primary is one of these, whatever
-//     the row it finds says (a former primary's, or this host's own from
-//     before, with all the former primary's later grants lost);
-//   - elsewhere, a grant over an active row written during another boot
-//     (another host's, or this host's before a restart) takes the floor;
-//     a released row of another boot is floored in the statement itself
-//     (grantTo), which reads it there.
+//   - a hand-off (handOff: this process rewrites its own current row, the
+//     grant it holds, for a waiter; Fencing.Pass likewise) counts on: the
+//     row was written by this live holder, on this very file, after every
+//     earlier grant of it;
+//   - every other grant — a claim of a free lane, the reuse of a released
+//     row, a reclaim, a grant to the queue's head over a dead holder's
+//     row, a takeover of a row that names this process but that this
+//     engine was not handed (claimRun.handedToUs) — takes the floor,
+//     whatever the row it finds says. The row may have come back with the
+//     file: a restore (Litestream, sqlite3 .backup or .restore, the backup
+//     API, VACUUM INTO, a copy over the file) brings back old rows and old
+//     epochs, a LiteFS replica promoted after a failover may miss the
+//     former primary's last grants, a power loss may drop the last
+//     commits. Its epoch + 1 may then repeat an epoch already handed out,
+//     and used outside the database; the floor exceeds them all.
 //
-// The floor exceeds every epoch a former writer issued when the clock
-// reading it is not behind that writer's clock by more than the time
-// between its last grant and this one (see epochMemory.floor).
-func (l *laneState) takeoverFloor(prev *row) int64 {
-	if prev != nil && prev.h.ID == l.e.holderID {
+// The floor exceeds every epoch issued before when the clock reading it is
+// not behind the clock that issued them by more than the time between that
+// grant and this one (see epochMemory.floor).
+func (l *laneState) takeoverFloor(handOff bool) int64 {
+	if handOff {
 		return 0
 	}
-	if l.e.opts.Replicated || (prev != nil && otherBoot(prev.h.Start)) {
-		return l.epochs.floor(l.e.clock.Now())
-	}
-	return 0
-}
-
-// otherBoot reports whether holder_start names another boot than this
-// host's current one (a row without holder_start names none).
-func otherBoot(start string) bool {
-	if start == "" {
-		return false
-	}
-	boot, _, _ := strings.Cut(start, "/")
-	return boot != platform.BootID()
+	return l.epochs.floor(l.e.clock.Now())
 }
 
 // bootPrefix is how holder_start begins for a holder of this boot.

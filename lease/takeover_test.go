@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// TestTakeoverFloor: a grant that takes a lane over from a row written on
-// another host (or during another boot), or any grant but a hand-off on a
-// replicated file, carries at least the clock floor, so that an epoch
-// handed out after a failover exceeds every epoch the former writer could
-// have issued, including those the copy of the file never received; a
-// released row of this boot still counts on by one.
+// TestTakeoverFloor: every grant but a hand-off — a takeover of a row
+// written on another host (or during another boot), a reclaim of a dead
+// holder of this boot, the reuse of a released row — carries at least the
+// clock floor, replicated file or not, so that an epoch handed out after a
+// failover, a restore or a copy exceeds every epoch the former writer
+// could have issued, including those the copy of the file never received.
 func TestTakeoverFloor(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	floor := t0.UnixMicro()
@@ -27,9 +27,9 @@ func TestTakeoverFloor(t *testing.T) {
 	}{
 		{"active row of another boot", false, "another-host-boot/pid:[1]/1//0", 1, true},
 		{"released row of another boot", false, "another-host-boot/pid:[1]/1//0", 0, true},
-		{"released row of this boot", false, here, 0, false},
-		{"dead holder of this boot", false, here, 1, false},
-		{"released row without holder_start", false, "", 0, false},
+		{"released row of this boot", false, here, 0, true},
+		{"dead holder of this boot", false, here, 1, true},
+		{"released row without holder_start", false, "", 0, true},
 		{"replicated: released row of this boot", true, here, 0, true},
 		{"replicated: dead holder of this boot", true, here, 1, true},
 		{"replicated: released row without holder_start", true, "", 0, true},
@@ -68,15 +68,15 @@ func TestTakeoverFloor(t *testing.T) {
 }
 
 // A hand-off rewrites this process's own row: it counts on from it, even
-// on a replicated file.
+// on a replicated file; any other grant takes the floor.
 func TestTakeoverFloorNotOnHandoff(t *testing.T) {
 	path := newDB(t)
 	e := openEngine(t, path, func(o *Options) { o.Replicated = true })
 	l := e.lane("s", "l")
-	if f := l.takeoverFloor(&row{epoch: 5, h: holder{ID: e.HolderID()}}); f != 0 {
+	if f := l.takeoverFloor(true); f != 0 {
 		t.Fatalf("floor of a hand-off %d, want 0", f)
 	}
-	if f := l.takeoverFloor(&row{epoch: 5, h: holder{ID: "cl-other"}}); f == 0 {
-		t.Fatal("no floor for a takeover on a replicated file")
+	if f := l.takeoverFloor(false); f == 0 {
+		t.Fatal("no floor for a grant that is not a hand-off")
 	}
 }
