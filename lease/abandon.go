@@ -73,7 +73,7 @@ func (c *claimRun) abandonWith(ctx context.Context, cause error) (*grant, error)
 func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 	l := c.l
 	if c.wroteRow {
-		g, err := l.leaveQueue(ctx)
+		g, err := l.leaveQueue(ctx, c.handedToUs)
 		c.unsettled, c.quitSeen = err != nil, rowRef{}
 		return g, err
 	}
@@ -86,7 +86,9 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 	switch {
 	case err != nil:
 		c.unsettled, c.quitSeen = true, rowRef{} // the row is unknown: the settle takes the write lock
-	case r == nil || r.h.ID != l.e.holderID:
+	case r == nil || r.h.ID != l.e.holderID || !c.handedToUs(r.epoch):
+		// (A row that names this process but was not handed to this
+		// claim is the settle's to retire.)
 		c.unsettled, c.quitSeen = true, refOf(r)
 	default:
 		return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, nil
@@ -97,7 +99,9 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 // leaveQueue removes this process's queue row of the lane and reports a
 // grant if the lane was handed to it meanwhile (not one the lane already
 // records as the row held, which its own hand-off passes on: the
-// watcher's, or Close's). The caller has released its want byte first: a
+// watcher's, or Close's). A row that names this process at an epoch that
+// fresh refuses was not handed to it (a restored or copied file's): it is
+// released in the same transaction (retireRow), never used. The caller has released its want byte first: a
 // holder tests it inside its hand-off transaction, so either the hand-off
 // sees this process no longer waiting, or it committed the grant before
 // this transaction, which then finds it. Transient failures (I/O error,
@@ -105,12 +109,12 @@ func (c *claimRun) quit(ctx context.Context) (*grant, error) {
 // live process that no longer waits could later be handed the lane, and
 // keep it. A file that refuses writes (WriteRefused: a LiteFS replica) is
 // not retried: it refused the claim that would have written the row.
-func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
+func (l *laneState) leaveQueue(ctx context.Context, fresh func(epoch int64) bool) (g *grant, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	bo := backoff{min: 100 * time.Microsecond, max: 50 * time.Millisecond}
 	for {
-		g, err = l.tryLeaveQueue(cctx)
+		g, err = l.tryLeaveQueue(cctx, fresh)
 		c, ok := sqlbase.Code(err)
 		if err == nil || !ok || !transientCodes[c.Code] || WriteRefused(err) || bo.sleep(cctx, nil) != nil {
 			return g, err
@@ -122,7 +126,7 @@ func (l *laneState) leaveQueue(ctx context.Context) (g *grant, err error) {
 var transientCodes = map[int]bool{sqlbase.IOErr: true, sqlbase.Full: true, sqlbase.Busy: true,
 	sqlbase.Locked: true, sqlbase.Protocol: true}
 
-func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
+func (l *laneState) tryLeaveQueue(cctx context.Context, fresh func(epoch int64) bool) (*grant, error) {
 	var g *grant
 	err := l.e.immediateOp(cctx, "dequeue", func(cctx context.Context, c *sql.Conn) error {
 		g = nil // this body runs again after SQLITE_BUSY
@@ -131,6 +135,9 @@ func (l *laneState) tryLeaveQueue(cctx context.Context) (*grant, error) {
 			return err
 		}
 		if r != nil && r.h.ID == l.e.holderID && l.currentRow() == nil {
+			if !fresh(r.epoch) {
+				return l.retireRow(cctx, c, r)
+			}
 			g = &grant{id: r.id, epoch: r.epoch, at: time.Now()}
 		}
 		return nil

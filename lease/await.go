@@ -70,13 +70,20 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 				g, err := c.abandonWith(ctx, err)
 				return g, false, err
 			case err != nil: // SQLITE_BUSY: look again later
-			case r != nil && r.h.ID == l.e.holderID:
+			case r != nil && r.h.ID == l.e.holderID && c.handedToUs(r.epoch):
 				// Handed to us inside the previous holder's transaction,
 				// which also removed our queue row.
 				return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, false, nil
+			case r != nil && r.h.ID == l.e.holderID:
+				// Names this process, but was not handed to this claim
+				// (a restored or copied file's row): the claim
+				// transaction takes it over (attempt).
+				return nil, true, nil
 			case r == nil:
+				c.saw(nil)
 				return nil, true, nil
 			default:
+				c.saw(r)
 				if ok, _ := l.reclaimable(r); ok {
 					return nil, true, nil
 				}

@@ -31,6 +31,36 @@ type claimRun struct {
 	enqueueDue bool         // await's retry timer is the self-enqueue deadline (see progressed)
 	unsettled  bool         // quit left without the write lock: the lane settles (settle.go)
 	quitSeen   rowRef       // the row quit read, when unsettled
+	seenOther  bool         // a look of this claim found the lane free or another process's (see handedToUs)
+	above      int64        // the highest epoch such a look found
+}
+
+// saw records a look of this claim at the lane's row r (nil: no active
+// row). A row that does not name this process is one that a grant to this
+// claim must follow (handedToUs).
+func (c *claimRun) saw(r *row) {
+	if r != nil && r.h.ID == c.l.e.holderID {
+		return
+	}
+	c.seenOther = true
+	if r != nil && r.epoch > c.above {
+		c.above = r.epoch
+	}
+}
+
+// handedToUs reports whether a row that names this process at epoch is a
+// grant made to this claim, which it may take as its own at that epoch:
+// the claim has seen the lane free or another process's before, and the
+// epoch is above every epoch it saw there and every epoch this process
+// has seen the lane carry (epochMemory). Any other row that names this
+// process — one a restored or copied file brought back, written by this
+// process (holder ids are per process) or by an earlier engine of it, at
+// an epoch it already used — is taken over (attempt): rewritten at the
+// clock floor like a dead holder's, never used at its old epoch. Taking a
+// real grant over is safe too (the same guarded rewrite); it only costs
+// the grant its epoch + 1.
+func (c *claimRun) handedToUs(epoch int64) bool {
+	return c.seenOther && epoch > max(c.above, c.l.epochs.high.Load())
 }
 
 // claim acquires the row across processes; the caller owns the gate.
@@ -147,11 +177,12 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	_ = l.e.fault("ring-holder") // lets a test count the reads; nothing to inject
 	ctx = context.WithoutCancel(ctx)
 	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
-	if err != nil || r == nil {
-		return false // free (or unreadable): the claim transaction decides
+	if err != nil {
+		return false // unreadable: the claim transaction decides
 	}
-	if r.h.ID == l.e.holderID {
-		return false
+	c.saw(r)
+	if r == nil || r.h.ID == l.e.holderID {
+		return false // free, or named this process: the claim transaction decides
 	}
 	c.rung, c.rungEpoch, c.seenEpoch, c.seenHolder = r.h.ID, r.epoch, r.epoch, r.h.ID
 	c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
@@ -179,6 +210,7 @@ func (c *claimRun) ringPassed() bool {
 		return false // (an older one has likely moved on: read the row)
 	}
 	c.rung, c.rungEpoch, c.seenEpoch, c.seenHolder = p.to.ID, p.epoch, p.epoch, p.to.ID
+	c.saw(&row{epoch: p.epoch, h: p.to})
 	c.registered = l.e.bell.ringWaiting(p.to.ID, c.reg)
 	if !c.registered {
 		return false
@@ -199,6 +231,7 @@ const passedFresh = time.Second
 // the row is free or its holder dead, hands it to the queue's head), and
 // returns the active holder's id.
 func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err error) {
+	cr := c
 	l, reg := c.l, c.reg
 	var rang string
 	defer func() {
@@ -213,7 +246,8 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			return err
 		}
 		me := l.me()
-		if active != nil && active.h.ID == me.ID {
+		mine := active != nil && active.h.ID == me.ID
+		if mine && cr.handedToUs(active.epoch) {
 			// Handed to us by the previous holder.
 			if err := dequeue(bg, c, l.scope, l.lane, me.ID); err != nil {
 				return err
@@ -221,13 +255,21 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			g = &grant{id: active.id, epoch: active.epoch, at: time.Now()}
 			return nil
 		}
+		cr.saw(active)
 		// Waiters that told us they wait get their place before we decide.
 		if err := l.flushPending(bg, c); err != nil {
 			return err
 		}
 		free := active == nil
 		var prev *row
-		if !free {
+		if mine {
+			// A row that names this process but was not handed to this
+			// claim (handedToUs): a restored or copied file's. Taken over
+			// at the floor, in grant order, like a dead holder's.
+			l.e.logf(slog.LevelWarn, "cleolease: lease row naming this process taken over: it was not granted to this claim (a restored or copied file?)",
+				"scope", l.scope, "lane", l.lane, "epoch", active.epoch)
+			free, prev = true, active
+		} else if !free {
 			ok, why := l.reclaimable(active)
 			if ok {
 				l.countReclaim(why)

@@ -51,7 +51,7 @@ func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error
 			epoch, _ = dest[1].(int64)
 		}
 	}
-	if err != nil || epoch <= 0 || epoch >= 1<<62 {
+	if err != nil || epoch <= 0 || epoch >= 1<<62 || !c.handedToUs(epoch) {
 		cf.Rollback()
 		l.mu.Lock()
 		l.claimSlot.settledLocked() // (a real grant arriving now rings again)

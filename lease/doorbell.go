@@ -3,9 +3,11 @@ package lease
 import (
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -282,6 +284,22 @@ func (b *doorbell) ringLook(id, scope, lane string) {
 		return
 	}
 	b.send(id, msg)
+}
+
+// absent reports whether holder id's engine has no doorbell for this file:
+// a look datagram (harmless: its claim looks at the lane once more) was
+// refused because no socket of that name exists. A full queue, a
+// datagram too large and a process without a doorbell tier say nothing.
+func (b *doorbell) absent(id, scope, lane string) bool {
+	if len(scope) > maxWireString || len(lane) > maxWireString {
+		return false
+	}
+	msg := encodeLook(scope, lane)
+	if len(msg) > b.maxDatagram() {
+		return false
+	}
+	err := b.sendErr(id, msg)
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist)
 }
 
 // ringWaiting tells holder id's engine that the waiter reg waits. It

@@ -105,9 +105,14 @@ func (e *Engine) registered(r registration, withGrant bool) {
 	if l.held.row == nil && !l.claimSlot.incoming && !withGrant {
 		// This process does not hold the lane: if it just handed it on,
 		// the registration follows the lane once; otherwise the waiter
-		// is told to look, and registers with the holder it finds.
+		// is told to look, and registers with the holder it finds. The
+		// waiter found this process named by the lane's row: a row that
+		// names it without being its grant (a restored or copied file's)
+		// is released (checkStale), so that the waiter does not look at it
+		// for ever.
 		to := l.inbox.passedTo
 		l.mu.Unlock()
+		l.checkStale()
 		if to != "" && !r.Forwarded {
 			r.Forwarded = true
 			if e.bell.ringWaiting(to, r) {

@@ -119,6 +119,9 @@ func (l *laneState) markLost(g *grant, why string) {
 	}
 	l.dropRow(g)
 	l.forwardPending("") // another process has the lane: its waiters look
+	// The row that replaced g's may name this process at another epoch
+	// (a file restored under it): released if so (stale.go).
+	l.checkStale()
 }
 
 // me is this process as the lane's rows and registrations name it.

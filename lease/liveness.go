@@ -55,6 +55,13 @@ type holder struct {
 type verdict struct {
 	state  platform.ProcState
 	reason string
+	// elsewhere: alive by its pid, but its liveness lock is not in the
+	// liveness files this process sees, which the holder recorded it
+	// used another of (its mark): the liveness files were replaced and it
+	// has not followed yet, or it runs on another file — the original of
+	// a copy opened here, or the file as it was before a restore replaced
+	// it (reclaimable asks its doorbell).
+	elsewhere bool
 }
 
 // alive reports whether the holder is provably alive.
@@ -63,9 +70,9 @@ func (v verdict) alive() bool { return v.state == platform.ProcAlive }
 // dead reports whether the holder is provably gone.
 func (v verdict) dead() bool { return v.state == platform.ProcDead }
 
-func aliveBecause(why string) verdict   { return verdict{platform.ProcAlive, why} }
-func deadBecause(why string) verdict    { return verdict{platform.ProcDead, why} }
-func unknownBecause(why string) verdict { return verdict{platform.ProcUnknown, why} }
+func aliveBecause(why string) verdict   { return verdict{state: platform.ProcAlive, reason: why} }
+func deadBecause(why string) verdict    { return verdict{state: platform.ProcDead, reason: why} }
+func unknownBecause(why string) verdict { return verdict{state: platform.ProcUnknown, reason: why} }
 
 // procIdentity returns this process's holder_start prefix
 // ("boot/pidns/starttime"); the engine appends its locks' mark and its uid
@@ -115,6 +122,7 @@ func probeHolder(self string, locks platform.Liveness, h holder, remote bool) ve
 	if len(parts) >= 5 {
 		uid = parts[4]
 	}
+	elsewhere := false
 	if h.Slot > 0 && locks != nil {
 		// The holder recorded which lock file it locked (the mark): if it
 		// is the one we see, a missing lock proves the process is gone.
@@ -124,6 +132,7 @@ func probeHolder(self string, locks platform.Liveness, h holder, remote bool) ve
 		case platform.Released:
 			return deadBecause("liveness lock released")
 		}
+		elsewhere = mark != "" && mark != locks.Mark()
 	}
 	if h.PID <= 0 || h.PID > platform.MaxPID {
 		return deadBecause("no such pid " + strconv.FormatInt(h.PID, 10))
@@ -160,6 +169,9 @@ func probeHolder(self string, locks platform.Liveness, h holder, remote bool) ve
 		return unknownBecause("pid " + pid + " runs, but its start time cannot be compared: it may have been reused")
 	case st != parts[2]:
 		return deadBecause("pid " + pid + " reused by another process")
+	}
+	if elsewhere {
+		return verdict{state: platform.ProcAlive, reason: "pid " + pid + " running, its liveness lock in other liveness files than this process's", elsewhere: true}
 	}
 	return aliveBecause("pid " + pid + " running (no liveness lock)")
 }

@@ -12,6 +12,13 @@ import (
 // taken over, and why.
 func (l *laneState) reclaimable(r *row) (bool, string) {
 	v := l.e.probe(r.h)
+	if v.elsewhere && l.e.bell.absent(r.h.ID, l.scope, l.lane) {
+		// Alive, but not on this file: no liveness lock in its liveness
+		// files, no doorbell for it (a copy of the file opened beside its
+		// original, which the holder has open; a file restored from a
+		// backup of another file). It will never hand the lane on here.
+		v = deadBecause(v.reason + ", and no doorbell of it on this file: it runs on another file (a copy or a restore)")
+	}
 	info := fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)
 	l.mu.Lock()
 	l.claimSlot.waitedOn = info // read by waiters that give up at the gate

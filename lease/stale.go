@@ -1,0 +1,82 @@
+package lease
+
+// Rows that name this process but are not its grant (issue 31).
+//
+// A restored file — a Litestream restore, sqlite3 .backup or .restore, the
+// backup API, VACUUM INTO, a copy over the file, in place (the inode
+// kept) or not — brings back old lease rows. Holder ids are per process,
+// so a row it brings back may name this very process, at an epoch it has
+// already used, while it holds nothing (or holds the lane at another
+// epoch). Such a row must neither be used at its old epoch (an epoch the
+// old file already issued would be issued again) nor be left standing:
+// its holder is alive, so no waiter reclaims it, and a waiter that
+// registers with it is told to look, finds the same row, and waits for
+// ever. So:
+//
+//   - a claim takes a row that names this process as handed to it only
+//     when it saw the lane free or another process's before, and the
+//     row's epoch is above every epoch it saw there and every epoch this
+//     process has seen the lane carry (claimRun.handedToUs); any other
+//     such row it takes over at the clock floor (attempt), as it would a
+//     dead holder's;
+//   - when this process learns that someone waits for a lane it does not
+//     hold — a waiter's registration reaches it (registered), or its own
+//     grant was found lost (markLost) — and no claim of its own runs, the
+//     lane's settle goroutine reads the row (without the write lock) and,
+//     if it names this process, releases it under SQLite's write lock
+//     (checkStale, settleStep, retireRow): unless it is a grant in flight
+//     to a claim that gave up (lateGrant), which the settle adopts as
+//     before. The waiters then find the lane free and claim it, at the
+//     floor, in grant order.
+//
+// A released row keeps its epoch; the next grant, a claim, takes the
+// floor (takeoverFloor), so no epoch is issued twice.
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+)
+
+// newEpoch reports whether epoch is above every epoch this process has
+// seen the lane carry: a row that names this process at such an epoch may
+// be a grant in flight to it, one at or below it cannot be.
+func (l *laneState) newEpoch(epoch int64) bool { return epoch > l.epochs.high.Load() }
+
+// retireRow releases r, the lane's active row, which names this process
+// but is not a grant it holds or was handed (a restored or copied file's);
+// the caller is inside BEGIN IMMEDIATE. Guarded like every release: a row
+// that changed meanwhile is left alone.
+func (l *laneState) retireRow(ctx context.Context, c *sql.Conn, r *row) error {
+	err := releaseRow(ctx, c, r.id, l.e.holderID, r.epoch, l.e.nowMS())
+	if err == errLostRow {
+		return nil
+	}
+	if err == nil {
+		l.e.logf(slog.LevelWarn, "cleolease: released a lease row that names this process but is not its grant (a restored or copied file?)",
+			"scope", l.scope, "lane", l.lane, "epoch", r.epoch)
+	}
+	return err
+}
+
+// checkStale asks the lane's settle goroutine to look for a row that names
+// this process while it holds no grant of the lane and no claim of it
+// runs, and to release it (see stale.go): someone waits for the lane.
+func (l *laneState) checkStale() {
+	if l.e.opts.MemoryOnly {
+		return
+	}
+	l.mu.Lock()
+	if l.closing || l.held.row != nil || l.claimSlot.busyLocked() {
+		l.mu.Unlock()
+		return
+	}
+	l.settler.check = true
+	start := l.settler.startLocked()
+	l.mu.Unlock()
+	if start && !l.startSettle() {
+		l.mu.Lock()
+		l.settler.stoppedLocked() // closing: the lane's shutdown settles it
+		l.mu.Unlock()
+	}
+}
