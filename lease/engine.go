@@ -134,6 +134,7 @@ type Engine struct {
 	lastLane atomic.Pointer[laneState]
 
 	fileGone atomic.Bool // the path no longer names this engine's file
+	sweeping atomic.Bool // sweepStale runs (stale.go)
 	// schemaPending: the lease tables were missing or incomplete at Open
 	// and the file refused the write that creates them (refused.go); the
 	// next lease write creates them first (tryImmediate).
@@ -278,6 +279,9 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		}
 		e.wg.Add(1)
 		go e.heartbeatLoop()
+		// Rows that name this process in a file it just opened are not its
+		// grants (stale.go).
+		e.sweepStale(ctx)
 	}
 	if seams.shared {
 		registry[key] = e

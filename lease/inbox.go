@@ -97,7 +97,12 @@ func (e *Engine) registered(r registration, withGrant bool) {
 	l := e.knownLane(r.Scope, r.Lane)
 	if closed || l == nil {
 		// This process is going, or never used the lane (so it cannot
-		// hold it): the waiter looks elsewhere.
+		// hold it): the waiter looks elsewhere. A row that names this
+		// process there nonetheless (a restored or copied file's) is
+		// released (sweepStale).
+		if !closed {
+			e.startSweep()
+		}
 		e.bell.ringLook(r.ID, r.Scope, r.Lane)
 		return
 	}

@@ -96,7 +96,7 @@ func (l *laneState) whyGone(ctx context.Context, read rowReader, g *grant) strin
 	case active == 0:
 		return "the lease row was marked released by another connection"
 	case holderID == l.e.holderID:
-		return fmt.Sprintf("this process holds the lane at another epoch (%d)", epoch)
+		return fmt.Sprintf("the lane's row names this process at another epoch (%d), which it does not hold (a file restored under it?)", epoch)
 	}
 	l.epochs.note(epoch)
 	return fmt.Sprintf("another holder, %s (pid %d), took over the lane at epoch %d", holderID, pid, epoch)

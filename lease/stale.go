@@ -36,6 +36,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"time"
 )
 
 // newEpoch reports whether epoch is above every epoch this process has
@@ -78,5 +79,86 @@ func (l *laneState) checkStale() {
 		l.mu.Lock()
 		l.settler.stoppedLocked() // closing: the lane's shutdown settles it
 		l.mu.Unlock()
+	}
+}
+
+// sweepStale releases the active rows that name this process in lanes of
+// which this engine has no state (a lane it never used cannot be held by
+// it, nor be granted to it: no claim of it ever ran): rows an earlier
+// engine of this process left in a file restored since, or that a copy
+// brought from another file this process has open. Lanes it knows are
+// left to their settle (checkStale). Open runs it once; a registration
+// for a lane this engine does not know starts it again (startSweep). One
+// read when no row names this process; errors leave the rows to the next
+// sweep, or to the claims that take them over (handedToUs).
+func (e *Engine) sweepStale(ctx context.Context) {
+	if !e.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	defer e.sweeping.Store(false)
+	rows, err := e.db.QueryContext(ctx, `SELECT scope, lane FROM main._writer_leases WHERE holder_id = ? AND active = 1`, e.holderID)
+	if err != nil {
+		return // (no table yet, busy, a file that refuses reads: nothing to do now)
+	}
+	var unknown []laneKey
+	for rows.Next() {
+		var k laneKey
+		if rows.Scan(&k.scope, &k.lane) != nil {
+			continue
+		}
+		if l := e.knownLane(k.scope, k.lane); l != nil {
+			defer l.checkStale() // (after rows is closed: the settle uses the connection)
+			continue
+		}
+		unknown = append(unknown, k)
+	}
+	rows.Close()
+	if len(unknown) == 0 {
+		return
+	}
+	err = e.immediateOp(ctx, "sweep", func(ctx context.Context, c *sql.Conn) error {
+		for _, k := range unknown {
+			if e.knownLane(k.scope, k.lane) != nil {
+				continue // a claim began: it takes the row over (handedToUs)
+			}
+			r, err := readActive(ctx, c, k.scope, k.lane)
+			if err != nil {
+				return err
+			}
+			if r == nil || r.h.ID != e.holderID {
+				continue
+			}
+			if err := releaseRow(ctx, c, r.id, e.holderID, r.epoch, e.nowMS()); err != nil && err != errLostRow {
+				return err
+			}
+			e.logf(slog.LevelWarn, "cleolease: released a lease row that names this process but is not its grant (a restored or copied file?)",
+				"scope", k.scope, "lane", k.lane, "epoch", r.epoch)
+		}
+		return nil
+	})
+	if err != nil {
+		e.logf(slog.LevelDebug, "cleolease: stale lease rows left for now", "err", err)
+	}
+}
+
+// startSweep runs sweepStale on a goroutine of its own, unless the engine
+// is closing or a sweep runs.
+func (e *Engine) startSweep() {
+	if e.opts.MemoryOnly || e.sweeping.Load() {
+		return
+	}
+	e.mu.Lock()
+	ok := !e.closed
+	if ok {
+		e.wg.Add(1)
+	}
+	e.mu.Unlock()
+	if ok {
+		go func() {
+			defer e.wg.Done()
+			ctx, cancel := context.WithTimeout(e.hbCtx, 5*time.Second)
+			defer cancel()
+			e.sweepStale(ctx)
+		}()
 	}
 }
