@@ -193,7 +193,20 @@
 // every lane is one of these, never a hand-off (the row a live holder
 // holds is the one it wrote on this file; a restored row that names a
 // process is never taken as handed to it, see below), so it exceeds every
-// epoch issued before, under the same clock bound. A replicated file
+// epoch issued before, under the same clock bound.
+//
+// A restored file may also bring back rows that name processes still
+// running (holder ids are per process), on this file or on another (the
+// original of a copy). A row that names this process is its grant only
+// when a claim of it saw the lane free or another process's and then the
+// row named it at a higher epoch than any it has seen (claimRun.handedToUs);
+// any other such row is taken over at the floor by its claim, released by
+// its settle when a waiter registers with it or its own grant is found
+// lost, and released when an engine opens the file or a waiter registers
+// for a lane it never used (stale.go). A holder alive by its pid whose
+// liveness lock is in other liveness files than this process's and which
+// has no doorbell on this file runs on another file, and is reclaimed as
+// dead (reclaimable). A replicated file
 // (Options.Replicated: a LiteFS mount) never makes a degraded grant
 // either: a holder that looks alive may be a former primary's process on
 // another node of this host (see takeover.go).
@@ -296,7 +309,9 @@ package lease
 //     a datagram (and bound the goroutines grant datagrams start);
 //   - inbox.go: inbox, other processes' registrations, and the datagram
 //     handlers that fill it (registered, grantArrived, lookArrived);
-//   - epochs.go: epochMemory, the lane's epochs seen, and the clock floor.
+//   - epochs.go: epochMemory, the lane's epochs seen, and the clock floor;
+//   - stale.go: rows that name this process but are not its grant (a
+//     restored or copied file's), released (checkStale, sweepStale).
 //
 // The lane's own steps: acquire.go (Acquire's path, top-down: re-entry,
 // enterHeld, enter, ensureRow, claim), release.go (the end of a Hold: hand
