@@ -54,6 +54,11 @@ import (
 //   - the sidecar is replaced: processes opened from then on lock a new
 //     generation of it, where their want bytes, lifetime locks and
 //     tickets are; the engines that follow it (platform.Follower) move;
+//   - the file is backed up (VACUUM INTO), or the last backup is restored
+//     over it in place with SQLite's backup API while the processes keep
+//     it open (issue 31: old lease rows and epochs come back, naming
+//     processes that may live; refused while one holds a lock on the
+//     file);
 //   - a lane is broken (Break, forced), a process's wall clock is
 //     stepped, or time passes — until the first timer wakes a process
 //     that can take a step (simOS.sleep).
@@ -71,7 +76,12 @@ import (
 //     transaction, after the fencing check, just before COMMIT);
 //   - committed writes never go back in epoch, and no epoch is written by
 //     two holders;
-//   - the active row's epoch only grows;
+//   - the active row's epoch only grows — from the row a restore brought
+//     back, which may be older; a grant made after a restore exceeds
+//     every epoch issued before it, wherever the clocks of the processes
+//     that may have made it all read above them (the floor's bound: the
+//     simulation steps clocks, and its time stands still between sleeps,
+//     so that epochs run ahead of it);
 //   - at most one live process holds a grant that matches the active row
 //     (can commit);
 //
@@ -103,7 +113,7 @@ import (
 // the way write.go does), several writers of one process (the in-process
 // gate), more than one lane, the file watch (inotify: exits are told by
 // exit watches instead, and the sidecar's replacement found by the
-// heartbeat's look and by registrations), the database file replaced or the lease tables dropped, SQLite faults
+// heartbeat's look and by registrations), the database file replaced by another (renamed over; a restore in place is simulated) or the lease tables dropped, SQLite faults
 // other than the error codes injected at lease statements, a process
 // dying between two gates (a killed engine runs on to its next gate, and
 // its connections close cleanly: no hot journal), clock reads (clocks are
@@ -192,15 +202,21 @@ type simFaults struct {
 	// pidns: some processes run in another pid namespace, and a probe of
 	// a liveness lock may answer Unknown.
 	pidns bool
+	// restore: the file is backed up now and then (VACUUM INTO), and the
+	// last backup restored over it in place (the backup API) while the
+	// processes keep it open (issue 31, item 3).
+	restore bool
 }
 
 // any reports whether any family is on. (Then a running process is
 // stopped less often, and the scheduler's sleeps end at the first timer:
 // see pause and simOS.sleep.)
-func (f simFaults) any() bool { return f.cancels || f.workers || f.dgrams || f.sidecar || f.pidns }
+func (f simFaults) any() bool {
+	return f.cancels || f.workers || f.dgrams || f.sidecar || f.pidns || f.restore
+}
 
 // simAllFaults is every family of faults.
-var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true}
+var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true}
 
 // simFull is the configuration TestSimulation runs: every fault, every
 // check.
@@ -316,6 +332,16 @@ type simWorld struct {
 	stall       simLive       // the stuck-lane check (sim_live_test.go)
 	reclaims    []simReclaim  // reclaims logged since the last check
 	curStep     int           // the step being taken (read by the workers, which run only inside it)
+
+	// The restore fault (cfg.faults.restore): the last backup, the
+	// highest sim_writes id in it, the highest epoch the file had issued
+	// before the last restore, and the active row's epoch that restore
+	// brought back (0: none); checked is when the last check ended.
+	snap          string
+	snapWrite     int64
+	issued        int64
+	restoredEpoch int64
+	checked       time.Time
 }
 
 // newSimDB creates the file of a run, outside the bubble.
@@ -740,6 +766,10 @@ func (w *simWorld) step() string {
 		}
 	case roll == 267 && w.cfg.faults.sidecar:
 		return w.replaceSidecar()
+	case roll >= 253 && roll < 256 && w.cfg.faults.restore:
+		return w.backup()
+	case roll >= 256 && roll < 259 && w.cfg.faults.restore && w.snap != "":
+		return w.restore()
 	case roll >= 268 && roll < 368 && w.cfg.faults.cancels:
 		// The scheduler favours the window of issue 28's first hole: a
 		// waiter gives up while a hand-off that found it waiting commits.
@@ -879,6 +909,99 @@ func (w *simWorld) replaceSidecar() string {
 	o.mu.Unlock()
 	w.fault("sidecar")
 	return fmt.Sprintf("sidecar replaced: generation %d", gen)
+}
+
+// backup writes a backup of the file (VACUUM INTO, through the checker's
+// connection), replacing the last one.
+func (w *simWorld) backup() string {
+	ctx := context.Background()
+	snap := w.path + ".backup"
+	os.Remove(snap)
+	if _, err := w.checkDB.ExecContext(ctx, `VACUUM INTO ?`, snap); err != nil {
+		w.fault("backup refused")
+		return "backup refused: " + err.Error()
+	}
+	src, err := sql.Open("sqlite3", "file:"+snap+"?mode=ro")
+	if err != nil {
+		return "backup unreadable: " + err.Error()
+	}
+	defer src.Close()
+	var last int64
+	if err := src.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM sim_writes`).Scan(&last); err != nil {
+		return "backup unreadable: " + err.Error()
+	}
+	w.snap, w.snapWrite = snap, last
+	w.fault("backup")
+	return fmt.Sprintf("backup (writes up to %d)", last)
+}
+
+// restore copies the last backup over the file in place (SQLite's backup
+// API: the inode is kept, and every process's connections see the old
+// content), taking no lease: old lease rows and old epochs come back,
+// naming processes that may live. The checks then expect every epoch
+// granted from now on to exceed every epoch issued before (the restored
+// row's own excepted, while its holder has held it all along), and the
+// writes to go on from the backup's.
+func (w *simWorld) restore() string {
+	ctx := context.Background()
+	var issued int64
+	if err := w.checkDB.QueryRowContext(ctx, `SELECT coalesce(max(epoch), 0) FROM _writer_leases`).Scan(&issued); err != nil {
+		return "restore skipped: " + err.Error()
+	}
+	src, err := sql.Open("sqlite3", "file:"+w.snap+"?mode=ro")
+	if err != nil {
+		return "restore skipped: " + err.Error()
+	}
+	defer src.Close()
+	sc, err := src.Conn(ctx)
+	if err != nil {
+		return "restore skipped: " + err.Error()
+	}
+	defer sc.Close()
+	dc, err := w.checkDB.Conn(ctx)
+	if err != nil {
+		return "restore skipped: " + err.Error()
+	}
+	defer dc.Close()
+	err = dc.Raw(func(d any) error {
+		return sc.Raw(func(s any) error {
+			bk, err := d.(*sqlite3.SQLiteConn).Backup("main", s.(*sqlite3.SQLiteConn), "main")
+			if err != nil {
+				return err
+			}
+			done, err := bk.Step(-1)
+			if ferr := bk.Finish(); err == nil {
+				err = ferr
+			}
+			if err == nil && !done {
+				err = errors.New("backup not done")
+			}
+			return err
+		})
+	})
+	if err != nil {
+		// A process holds a lock on the file (parked inside a
+		// transaction): not now.
+		w.fault("restore refused")
+		return "restore refused: " + err.Error()
+	}
+	var restored int64
+	err = dc.QueryRowContext(ctx, `SELECT coalesce((SELECT epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1), 0)`).Scan(&restored)
+	if err != nil {
+		w.res.violate(w.curStep, "reading the restored row: %v", err)
+	}
+	w.issued = max(w.issued, issued)
+	w.restoredEpoch = restored
+	w.rowEpoch = restored
+	w.lastWrite = w.snapWrite
+	// Writes go on from the backup's, at epochs checked against the
+	// active row (check): the order and holder of epochs is checked from
+	// here on.
+	w.lastEpoch = 0
+	clear(w.epochHolder)
+	w.unknownState()
+	w.fault("restore")
+	return fmt.Sprintf("restore: the backup over the file (row at epoch %d, writes up to %d; issued up to %d)", restored, w.snapWrite, issued)
 }
 
 // kills is how many steps in 1000 kill a process (cfg.kill).
@@ -1062,6 +1185,7 @@ func (w *simWorld) forge() string {
 
 // check verifies the invariants after a step.
 func (w *simWorld) check(step int) {
+	defer func() { w.checked = time.Now() }()
 	w.checkRobbed(step)
 	ctx := context.Background()
 	rows, err := w.checkDB.QueryContext(ctx, `SELECT id, holder, epoch, coalesce(begin_holder, ''), coalesce(begin_epoch, 0),
@@ -1116,6 +1240,19 @@ func (w *simWorld) check(step int) {
 	if epoch < w.rowEpoch {
 		w.res.violate(step, "the active row's epoch went back from %d to %d", w.rowEpoch, epoch)
 	}
+	if epoch != w.rowEpoch && epoch != w.restoredEpoch && epoch <= w.issued {
+		// A grant since the last check, after a restore, at an epoch the
+		// file may have issued before it. The floor every grant but a
+		// hand-off takes exceeds them when the clock of the process that
+		// granted it read past them (the simulation's clocks are stepped,
+		// and its time stands still between sleeps, so that epochs run
+		// ahead of it): the lowest clock of a process that may have
+		// granted it, when the last check ended, tells.
+		if floor := w.lowestClock().UnixMicro(); floor > w.issued {
+			w.res.violate(step, "a grant after a restore at epoch %d, at or below the %d issued before it, while every clock read %d or more",
+				epoch, w.issued, floor)
+		}
+	}
 	w.rowEpoch = epoch
 	can := 0
 	for _, p := range w.live() {
@@ -1128,6 +1265,23 @@ func (w *simWorld) check(step int) {
 	if can > 1 {
 		w.res.violate(step, "%d processes can commit at epoch %d", can, epoch)
 	}
+}
+
+// lowestClock is the lowest reading, at the end of the last check, of the
+// clock of a live process or the operator (whose Break grants the lane to
+// the queue's head): a grant made since read its clock there or later.
+func (w *simWorld) lowestClock() time.Time {
+	w.os.mu.Lock()
+	defer w.os.mu.Unlock()
+	low := w.checked.Add(time.Duration(w.os.operator.clock.skew.Load()))
+	for _, p := range w.os.procs {
+		if p != nil && !p.dead {
+			if t := w.checked.Add(time.Duration(p.clock.skew.Load())); t.Before(low) {
+				low = t
+			}
+		}
+	}
+	return low
 }
 
 // skipOrFail counts a check skipped because the file was busy (a
