@@ -20,6 +20,7 @@ package difftest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,15 +120,11 @@ type queryer interface {
 // goroutine starts the statement (sqlite3.go: "this is still racy"), and
 // SQLite forgets an interrupt made before a connection's first running
 // statement begins, so a deadline that passes first leaves the statement
-// (a billion-row CTE) to run to its end. Through cleolease the deadline
-// must also pass after the lease is taken and the driver's BEGIN IMMEDIATE
-// has run, or the interrupt lands on those and the error comes from Query
-// where the base alone reports it from Next: 30 ms was not enough on a
-// 2-vCPU CI machine running several test binaries at once (ncruces's
-// INSERT … RETURNING case, 2026-12-05). Under Wine on a loaded 2-vCPU
+// (a billion-row CTE) to run to its end. Under Wine on a loaded 2-vCPU
 // machine a goroutine waited longer than 30 ms to run (the whole Windows
-// suite hung there twice on 2026-12-02, inside sqlite3_step). So 250 ms
-// everywhere: a guard against these races, not a fix of them.
+// suite hung there twice on 2026-12-02, inside sqlite3_step), and through
+// cleolease the lease and BEGIN IMMEDIATE come before the statement; so
+// 250 ms everywhere: a guard against that race, not a fix of it.
 var DeadlineOpAfter = 250 * time.Millisecond
 
 // Run performs one call and describes its outcome in one string. The
@@ -296,27 +293,39 @@ func FmtRows(ctx context.Context, rows *sql.Rows, err error) string {
 }
 
 // deadlineQuery runs o as a query whose context's deadline passes while
-// its rows are read. When the deadline passed before QueryContext
-// returned (a loaded machine; through cleolease the lease and BEGIN
-// IMMEDIATE come first), the outcome is the timing's, not the driver's —
-// a base alone then reports the context's error from Next instead of
-// SQLite's interrupt (ncruces does) — so the query is closed, which
-// leaves nothing written, and run again, at most five times.
+// the statement runs, and describes where it failed (at Query, or at the
+// rows) and how many rows came before. Which of two errors the rows then
+// report is database/sql's race, not the driver's: SQLite's interrupt,
+// when Next meets it first, or the context's error, when database/sql's
+// watcher of the context closes the rows first (it does as soon as the
+// context ends). Through cleolease a write's rows are read to the end
+// inside Query (core's bufferedRows), so the context has always ended by
+// the first Next and the watcher often wins; over ncruces alone the
+// interrupt usually comes first. Both say "ended by its deadline".
 func deadlineQuery(q queryer, o Op) string {
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), DeadlineOpAfter)
-		rows, err := q.QueryContext(ctx, o.SQL, o.Args...)
-		if ctx.Err() != nil && attempt < 5 {
-			if err == nil {
-				rows.Close()
-			}
-			cancel()
-			continue
-		}
-		out := FmtRows(ctx, rows, err)
-		cancel()
-		return out
+	ctx, cancel := context.WithTimeout(context.Background(), DeadlineOpAfter)
+	defer cancel()
+	rows, err := q.QueryContext(ctx, o.SQL, o.Args...)
+	if err != nil {
+		return "query: " + deadlineErr(ctx, err)
 	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return fmt.Sprintf("query: cols=%q (%s) rows=%d err=%s close=%s", cols, FmtErr(ctx, err), n,
+		deadlineErr(ctx, rows.Err()), FmtErr(ctx, rows.Close()))
+}
+
+// deadlineErr describes err, naming SQLite's interrupt and the context's
+// deadline alike.
+func deadlineErr(ctx context.Context, err error) string {
+	if c, ok := sqlbase.Code(err); (ok && c.Code == sqlbase.Interrupt) || errors.Is(err, context.DeadlineExceeded) {
+		return "ended by its deadline"
+	}
+	return FmtErr(ctx, err)
 }
 
 // End closes whatever a sequence left open, so every sequence ends in the
