@@ -280,8 +280,12 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		e.wg.Add(1)
 		go e.heartbeatLoop()
 		// Rows that name this process in a file it just opened are not its
-		// grants (stale.go).
-		e.sweepStale(ctx)
+		// grants (stale.go). Briefly: Open holds the registry, and a row
+		// left for now is taken over by its claim (handedToUs) or swept
+		// when a waiter registers for its lane.
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		e.sweepStale(sctx)
+		cancel()
 	}
 	if seams.shared {
 		registry[key] = e

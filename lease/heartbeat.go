@@ -37,6 +37,7 @@ func (e *Engine) heartbeatLoop() {
 			}
 			e.followSidecar()
 			held := e.beat()
+			e.sweepBeat()
 			g := e.stats.Grants.Load()
 			e.renewProof(held || g != grants)
 			grants = g
@@ -46,6 +47,16 @@ func (e *Engine) heartbeatLoop() {
 			e.followSidecar()
 		}
 	}
+}
+
+// sweepBeat looks, once a heartbeat period, for rows that name this
+// process but are not its grants (sweepStale): a waiter that cannot reach
+// it by datagram (no doorbell in this build, a datagram lost) is not left
+// behind such a row for longer.
+func (e *Engine) sweepBeat() {
+	ctx, cancel := context.WithTimeout(e.hbCtx, e.opts.TTL/3)
+	defer cancel()
+	e.sweepStale(ctx)
 }
 
 // beat refreshes the rows this process holds (see heartbeatLoop) and

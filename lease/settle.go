@@ -256,8 +256,15 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 		// The write lock is taken (or the file refused the transaction),
 		// or the job only asks for a look: one read, without the lock,
 		// says whether the lane moved, and whether it names this process.
-		var rerr error
-		r, rerr = readActive(context.WithoutCancel(ctx), l.e.db, l.scope, l.lane)
+		// Never a read of a file that was renamed over or deleted (see
+		// tryImmediate).
+		rerr := l.e.checkFile(false)
+		if errors.Is(rerr, ErrFileChanged) {
+			return false, rerr
+		}
+		if rerr == nil {
+			r, rerr = readActive(context.WithoutCancel(ctx), l.e.db, l.scope, l.lane)
+		}
 		if rerr != nil {
 			if job.ring || job.check {
 				l.mu.Lock()

@@ -342,6 +342,10 @@ type simWorld struct {
 	issued        int64
 	restoredEpoch int64
 	checked       time.Time
+	// chain is the epoch of the last hand-off along the restored row
+	// when a live process held that very grant all along (0: none): its
+	// hand-offs count on from it (see check).
+	chain int64
 }
 
 // newSimDB creates the file of a run, outside the bubble.
@@ -986,9 +990,22 @@ func (w *simWorld) restore() string {
 		return "restore refused: " + err.Error()
 	}
 	var restored int64
-	err = dc.QueryRowContext(ctx, `SELECT coalesce((SELECT epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1), 0)`).Scan(&restored)
+	var holder string
+	err = dc.QueryRowContext(ctx, `SELECT coalesce((SELECT epoch FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1), 0),
+		coalesce((SELECT holder_id FROM _writer_leases WHERE scope = 's' AND lane = 'l' AND active = 1), '')`).Scan(&restored, &holder)
 	if err != nil {
 		w.res.violate(w.curStep, "reading the restored row: %v", err)
+	}
+	w.chain = 0
+	for _, p := range w.live() {
+		if l := p.eng.knownLane("s", "l"); l != nil && p.id == holder {
+			if g := l.currentRow(); g != nil && !g.lost.Load() && g.epoch == restored {
+				// Its grant, which it may have lost in the history the
+				// restore undid without noticing, is the row again: it
+				// hands it on at epoch + 1, a hand-off.
+				w.chain = restored
+			}
+		}
 	}
 	w.issued = max(w.issued, issued)
 	w.restoredEpoch = restored
@@ -1240,7 +1257,11 @@ func (w *simWorld) check(step int) {
 	if epoch < w.rowEpoch {
 		w.res.violate(step, "the active row's epoch went back from %d to %d", w.rowEpoch, epoch)
 	}
-	if epoch != w.rowEpoch && epoch != w.restoredEpoch && epoch <= w.issued {
+	switch {
+	case epoch == w.rowEpoch || epoch == w.restoredEpoch || epoch > w.issued:
+	case w.chain != 0 && w.rowEpoch == w.chain && epoch == w.chain+1:
+		w.chain = epoch // a hand-off along the restored row's grant (see restore)
+	default:
 		// A grant since the last check, after a restore, at an epoch the
 		// file may have issued before it. The floor every grant but a
 		// hand-off takes exceeds them when the clock of the process that

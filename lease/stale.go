@@ -64,7 +64,7 @@ func (l *laneState) retireRow(ctx context.Context, c *sql.Conn, r *row) error {
 // this process while it holds no grant of the lane and no claim of it
 // runs, and to release it (see stale.go): someone waits for the lane.
 func (l *laneState) checkStale() {
-	if l.e.opts.MemoryOnly {
+	if l.e.opts.MemoryOnly || l.e.checkFile(false) != nil {
 		return
 	}
 	l.mu.Lock()
@@ -87,15 +87,19 @@ func (l *laneState) checkStale() {
 // it, nor be granted to it: no claim of it ever ran): rows an earlier
 // engine of this process left in a file restored since, or that a copy
 // brought from another file this process has open. Lanes it knows are
-// left to their settle (checkStale). Open runs it once; a registration
-// for a lane this engine does not know starts it again (startSweep). One
-// read when no row names this process; errors leave the rows to the next
-// sweep, or to the claims that take them over (handedToUs).
+// left to their settle (checkStale). Open runs it once, the heartbeat
+// once a period (sweepBeat), and a registration for a lane this engine
+// does not know starts it (startSweep). One read when no row names this
+// process; errors leave the rows to the next sweep, or to the claims that
+// take them over (handedToUs).
 func (e *Engine) sweepStale(ctx context.Context) {
 	if !e.sweeping.CompareAndSwap(false, true) {
 		return
 	}
 	defer e.sweeping.Store(false)
+	if e.checkFile(false) != nil {
+		return // never a read of a file renamed over or deleted (see tryImmediate)
+	}
 	rows, err := e.db.QueryContext(ctx, `SELECT scope, lane FROM main._writer_leases WHERE holder_id = ? AND active = 1`, e.holderID)
 	if err != nil {
 		return // (no table yet, busy, a file that refuses reads: nothing to do now)
