@@ -3,7 +3,6 @@ package lease
 import (
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -288,8 +287,13 @@ func (b *doorbell) ringLook(id, scope, lane string) {
 
 // absent reports whether holder id's engine has no doorbell for this file:
 // a look datagram (harmless: its claim looks at the lane once more) was
-// refused because no socket of that name exists. A full queue, a
-// datagram too large and a process without a doorbell tier say nothing.
+// refused (ECONNREFUSED). On Linux a doorbell is named after the holder
+// and the file's device and inode, so that is proof that the holder has
+// not opened this file (it has the original of a copy open, say). A full
+// queue, a datagram too large, a process without a doorbell tier, and a
+// missing socket file say nothing: the portable tier's socket files live
+// in the liveness files' directory, which may have been replaced under a
+// live holder that has not followed yet.
 func (b *doorbell) absent(id, scope, lane string) bool {
 	if len(scope) > maxWireString || len(lane) > maxWireString {
 		return false
@@ -299,7 +303,7 @@ func (b *doorbell) absent(id, scope, lane string) bool {
 		return false
 	}
 	err := b.sendErr(id, msg)
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist)
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // ringWaiting tells holder id's engine that the waiter reg waits. It
