@@ -169,26 +169,8 @@ func roleLitestreamHold() int {
 // it; under CI=true it fails instead.
 func requireLitestream(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("litestream"); err == nil {
+	if p, err := proctest.FindInstalled("litestream"); err == nil {
 		return p
-	}
-	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		var dirs []string
-		if len(lines) > 0 && strings.TrimSpace(lines[0]) != "" {
-			dirs = append(dirs, strings.TrimSpace(lines[0]))
-		}
-		if len(lines) > 1 {
-			for _, gp := range filepath.SplitList(strings.TrimSpace(lines[1])) {
-				dirs = append(dirs, filepath.Join(gp, "bin"))
-			}
-		}
-		for _, d := range dirs {
-			p := filepath.Join(d, "litestream")
-			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				return p
-			}
-		}
 	}
 	msg := "litestream not found (go install github.com/benbjohnson/litestream/cmd/litestream@" + litestreamVersion + ")"
 	if os.Getenv("CI") == "true" {

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
+
+	"github.com/cleocode/cleolease/internal/proctest"
 )
 
 // Tools are the programs and device a cluster needs, as found on this
@@ -45,29 +46,4 @@ func Find() (Tools, error) {
 
 // findLiteFS returns the path of litefs: on PATH, else where go install
 // puts binaries.
-func findLiteFS() (string, error) {
-	if p, err := exec.LookPath("litefs"); err == nil {
-		return p, nil
-	}
-	out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output()
-	if err != nil {
-		return "", err
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var dirs []string
-	if len(lines) > 0 && strings.TrimSpace(lines[0]) != "" {
-		dirs = append(dirs, strings.TrimSpace(lines[0]))
-	}
-	if len(lines) > 1 {
-		for _, gp := range filepath.SplitList(strings.TrimSpace(lines[1])) {
-			dirs = append(dirs, filepath.Join(gp, "bin"))
-		}
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "litefs")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", os.ErrNotExist
-}
+func findLiteFS() (string, error) { return proctest.FindInstalled("litefs") }
