@@ -202,14 +202,16 @@
 // row named it at a higher epoch than any it has seen (claimRun.handedToUs);
 // any other such row is taken over at the floor by its claim, released by
 // its settle when a waiter registers with it or its own grant is found
-// lost, and released when an engine opens the file or a waiter registers
-// for a lane it never used (stale.go). A holder alive by its pid whose
-// liveness lock is in other liveness files than this process's and which
-// has no doorbell on this file runs on another file, and is reclaimed as
-// dead (reclaimable). A replicated file
-// (Options.Replicated: a LiteFS mount) never makes a degraded grant
-// either: a holder that looks alive may be a former primary's process on
-// another node of this host (see takeover.go).
+// lost, and released when an engine opens the file, at every heartbeat,
+// or when a waiter registers for a lane it never used (stale.go). A
+// holder alive by its pid whose liveness lock is in other liveness files
+// than this process's and whose doorbell on this file refuses a datagram
+// (on Linux a doorbell is named after the file's inode) runs on another
+// file, and is reclaimed as dead (reclaimable).
+//
+// A replicated file (Options.Replicated: a LiteFS mount) never makes a
+// degraded grant either: a holder that looks alive may be a former
+// primary's process on another node of this host (see takeover.go).
 //
 // # How a lane is built
 //
