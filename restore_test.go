@@ -17,7 +17,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -344,4 +347,131 @@ func TestRestoreCopyOpenedBeside(t *testing.T) {
 	c.send("exit")
 	a.Cmd.Wait()
 	c.Cmd.Wait()
+}
+
+// TestRestoreInPlaceWhileWriting: three processes write back to back while
+// a backup is restored over the file in place. Writes in flight at the
+// restore may be fenced off (ErrLeaseLost) or undone with it; every write
+// sent after the restore returned and acknowledged is in the file, under
+// an epoch above every epoch issued before the restore, and no epoch is
+// written by two processes.
+func TestRestoreInPlaceWhileWriting(t *testing.T) {
+	if platform.PollWake {
+		t.Skip("no doorbell in this build (cleolease_pollwake): see TestRestoreInPlaceUnderRunningProcesses")
+	}
+	path, _ := newFile(t)
+	dsn := "file:" + path + "?_lease_ttl=1h"
+	type ack struct {
+		v     string
+		after bool // sent after the restore returned
+	}
+	var (
+		restored atomic.Bool
+		stop     atomic.Bool
+		mu       sync.Mutex
+		acks     []ack
+		counts   = map[int][2]int{} // per child: acknowledged before, after
+		wg       sync.WaitGroup
+	)
+	var kids []*proc
+	for range 3 {
+		p := spawn(t, "intercept-hold", dsn, "GORACE=atexit_sleep_ms=0")
+		p.next(t, "READY")
+		kids = append(kids, p)
+	}
+	for _, p := range kids {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				after := restored.Load()
+				v := "w-" + strconv.Itoa(p.pid) + "-" + strconv.Itoa(i)
+				p.send("exec " + v)
+				var line string
+				select {
+				case l, ok := <-p.lines:
+					if !ok {
+						t.Errorf("child %d ended", p.pid)
+						return
+					}
+					line = l
+				case <-time.After(20 * time.Second):
+					t.Errorf("child %d: no answer to write %s within 20s", p.pid, v)
+					return
+				}
+				switch res := strings.TrimPrefix(line, "RES "); {
+				case res == "ok":
+					mu.Lock()
+					acks = append(acks, ack{v, after})
+					c := counts[p.pid]
+					if after {
+						c[1]++
+					} else {
+						c[0]++
+					}
+					counts[p.pid] = c
+					mu.Unlock()
+				case strings.HasPrefix(res, "lost"):
+				default:
+					t.Errorf("child %d: write %s: %s", p.pid, v, line)
+					return
+				}
+			}
+		})
+	}
+	each := func(i, n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, p := range kids {
+				if counts[p.pid][i] < n {
+					return false
+				}
+			}
+			return !t.Failed()
+		}
+	}
+	eventually(t, "every process to write", each(0, 5))
+	backup := restoreBackup(t, path, "backup.db")
+	eventually(t, "every process to write after the backup", each(0, 15))
+	issued := maxEpoch(t, path)
+	restoreInto(t, backup, path)
+	restored.Store(true)
+	eventually(t, "every process to write after the restore", each(1, 10))
+	stop.Store(true)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var after []string
+	for _, a := range acks {
+		if a.after {
+			after = append(after, a.v)
+		}
+	}
+	wantAbove(t, path, "w-", after, issued)
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT v, coalesce(epoch, 0), coalesce(pid, 0) FROM items WHERE epoch IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	byEpoch := map[int64]int64{}
+	for rows.Next() {
+		var v string
+		var e, pid int64
+		if err := rows.Scan(&v, &e, &pid); err != nil {
+			t.Fatal(err)
+		}
+		if was, ok := byEpoch[e]; ok && was != pid {
+			t.Errorf("epoch %d written by pids %d and %d", e, was, pid)
+		}
+		byEpoch[e] = pid
+	}
+	for _, p := range kids {
+		p.send("exit")
+		p.Cmd.Wait()
+	}
 }
