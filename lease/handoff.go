@@ -84,6 +84,13 @@ func (l *laneState) handOff(g *grant, why string) {
 	me := &row{id: g.id, epoch: g.epoch, h: holder{ID: l.e.holderID}}
 	err := l.e.immediateOp(ctx, "handoff", func(ctx context.Context, c *sql.Conn) error {
 		rang, gone = "", nil // this body runs again after SQLITE_BUSY
+		if g.lost.Load() {
+			// Found lost since the caller looked (a heartbeat): the row
+			// may name it again only if a restore brought it back, and a
+			// grant known lost is never handed on (stale.go releases the
+			// row).
+			return errLostRow
+		}
 		// Checked again inside the transaction: a waiter that gave up
 		// meanwhile is never granted the lane (see leaveQueue).
 		if cand != nil && !l.waits(cand.h, false) {

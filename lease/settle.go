@@ -289,6 +289,16 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 				return false, nil
 			case errors.Is(err, ErrFileChanged):
 				return false, err
+			case WriteRefused(err):
+				// A file that refuses writes (a LiteFS replica) grants
+				// nothing to anyone either: the row waits for a writer,
+				// and the quit, if any, has settled.
+				if job.quit {
+					l.mu.Lock()
+					l.settler.settledLocked(job.gen)
+					l.mu.Unlock()
+				}
+				return false, nil
 			case err != nil:
 				l.mu.Lock()
 				l.settler.check = true

@@ -81,7 +81,8 @@ import (
 //     every epoch issued before it, wherever the clocks of the processes
 //     that may have made it all read above them (the floor's bound: the
 //     simulation steps clocks, and its time stands still between sleeps,
-//     so that epochs run ahead of it);
+//     so that epochs run ahead of it), or it is a hand-off (epoch + 1)
+//     of a grant accepted so;
 //   - at most one live process holds a grant that matches the active row
 //     (can commit);
 //
@@ -342,9 +343,10 @@ type simWorld struct {
 	issued        int64
 	restoredEpoch int64
 	checked       time.Time
-	// chain is the epoch of the last hand-off along the restored row
-	// when a live process held that very grant all along (0: none): its
-	// hand-offs count on from it (see check).
+	// chain is the last epoch at or below issued that check accepted
+	// after a restore (0: none): the restored row when a live process
+	// held that very grant all along, or a grant whose clock read below
+	// issued. Hand-offs count on from it, by one (see check).
 	chain int64
 }
 
@@ -1273,6 +1275,7 @@ func (w *simWorld) check(step int) {
 			w.res.violate(step, "a grant after a restore at epoch %d, at or below the %d issued before it, while every clock read %d or more",
 				epoch, w.issued, floor)
 		}
+		w.chain = epoch // (its hand-offs count on from it)
 	}
 	w.rowEpoch = epoch
 	can := 0
