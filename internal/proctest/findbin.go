@@ -8,7 +8,7 @@ import (
 )
 
 // FindInstalled returns the path of the program name: on PATH, else in
-// the directory `go install` puts programs in (GOBIN, or each GOPATH's
+// the directory "go install" puts programs in (GOBIN, or each GOPATH's
 // bin), where a CI step that installs a tool leaves it. os.ErrNotExist
 // when it is in neither.
 func FindInstalled(name string) (string, error) {
