@@ -310,12 +310,13 @@ func deadlineQuery(q queryer, o Op) string {
 		return "query: " + deadlineErr(ctx, err)
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	// (No Columns: once the watcher closed the rows they report the
+	// context's error there too.)
 	n := 0
 	for rows.Next() {
 		n++
 	}
-	return fmt.Sprintf("query: cols=%q (%s) rows=%d err=%s close=%s", cols, FmtErr(ctx, err), n,
+	return fmt.Sprintf("query: rows=%d err=%s close=%s", n,
 		deadlineErr(ctx, rows.Err()), FmtErr(ctx, rows.Close()))
 }
 
