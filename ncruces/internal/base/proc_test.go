@@ -116,7 +116,7 @@ func skipDotlk(t *testing.T) {
 // grant.
 func TestNcrucesAndGoSQLite3ProcessesShareTheLease(t *testing.T) {
 	if own := base.For(nil).Locking(); !own.Coexists(sqlbase.LockingPOSIX) {
-		t.Skipf("this build locks with %s, which go-sqlite3's POSIX locks do not see (lease.Open refuses the pair: TestFlockBuildRefusedBesideOtherKinds)", own)
+		t.Skipf("this build locks with %s, which go-sqlite3's POSIX locks do not see (lease.Open refuses the pair: TestFlockBuildRefusedBesideGoSQLite3AndOFD)", own)
 	}
 	path := newDB(t)
 	marker := filepath.Join(filepath.Dir(path), "held")
@@ -165,13 +165,15 @@ func wantNames(t *testing.T, reason string, own, other sqlbase.Locking) {
 	}
 }
 
-// ncruces built with sqlite3_flock locks with flock(2), which on Linux
+// (Named ...GoSQLite3...: it builds the go-sqlite3 worker, so CI's step
+// without a C compiler leaves it out.) ncruces built with sqlite3_flock
+// locks with flock(2), which on Linux
 // and macOS neither go-sqlite3's POSIX record locks nor ncruces's default
 // OFD locks see: such a process is refused at lease.Open beside a live
 // process of either kind (lease.ErrLockingConflict, naming both kinds),
 // and a default ncruces process is refused beside a live flock one. Once
 // the flock process is gone, the default one opens.
-func TestFlockBuildRefusedBesideOtherKinds(t *testing.T) {
+func TestFlockBuildRefusedBesideGoSQLite3AndOFD(t *testing.T) {
 	if !platform.KeepsLocks {
 		t.Skip("this platform keeps no liveness files to announce a kind on")
 	}
