@@ -705,3 +705,22 @@ func (e *Engine) retryBusy(ctx context.Context, fn func() error) error {
 		}
 	}
 }
+
+// goTracked runs fn on a goroutine that Close waits for, and reports
+// true; once the engine is closing it starts nothing and reports false
+// (Close waits for the goroutines it tracks, and adds none after that).
+func (e *Engine) goTracked(fn func()) bool {
+	e.mu.Lock()
+	ok := !e.closed
+	if ok {
+		e.wg.Add(1)
+	}
+	e.mu.Unlock()
+	if ok {
+		go func() {
+			defer e.wg.Done()
+			fn()
+		}()
+	}
+	return ok
+}

@@ -138,19 +138,7 @@ const (
 // recorded as running; it reports false, and starts nothing, once the
 // engine is closing (Close waits for the goroutines it tracks, and adds
 // none after that).
-func (l *laneState) startSettle() bool {
-	e := l.e
-	e.mu.Lock()
-	ok := !e.closed
-	if ok {
-		e.wg.Add(1)
-	}
-	e.mu.Unlock()
-	if ok {
-		go l.settle()
-	}
-	return ok
-}
+func (l *laneState) startSettle() bool { return l.e.goTracked(l.settle) }
 
 // settleHere settles the lane on the caller's goroutine, waiting for
 // SQLite's write lock (releaseLate), when the engine closes and starts no
@@ -176,7 +164,6 @@ func (l *laneState) settleHere() {
 // cuts the wait short (hbCtx ends when Close stops the engine's
 // goroutines).
 func (l *laneState) settle() {
-	defer l.e.wg.Done()
 	bo := backoff{min: settleMin, max: settleMax}
 	var gen int64
 	closed := false // the engine's goroutines were told to stop (hbCtx)

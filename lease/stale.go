@@ -151,18 +151,9 @@ func (e *Engine) startSweep() {
 	if e.opts.MemoryOnly || e.sweeping.Load() {
 		return
 	}
-	e.mu.Lock()
-	ok := !e.closed
-	if ok {
-		e.wg.Add(1)
-	}
-	e.mu.Unlock()
-	if ok {
-		go func() {
-			defer e.wg.Done()
-			ctx, cancel := context.WithTimeout(e.hbCtx, 5*time.Second)
-			defer cancel()
-			e.sweepStale(ctx)
-		}()
-	}
+	e.goTracked(func() {
+		ctx, cancel := context.WithTimeout(e.hbCtx, 5*time.Second)
+		defer cancel()
+		e.sweepStale(ctx)
+	})
 }
