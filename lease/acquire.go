@@ -113,10 +113,9 @@ func (l *laneState) wait(ctx context.Context, bound *waitBound, opts AcquireOpti
 func (l *laneState) enterHeld() *grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	free := l.gate.freeLocked()
-	l.held.turn.arrive(time.Now(), !free)
+	l.held.turn.arrive(time.Now(), !l.gate.freeLocked())
 	g := l.held.row
-	if l.closing || !free || g == nil || g.lost.Load() {
+	if l.closing || !l.gate.openLocked() || g == nil || g.lost.Load() {
 		return nil
 	}
 	l.gate.takeLocked()
@@ -124,36 +123,44 @@ func (l *laneState) enterHeld() *grant {
 	return g
 }
 
-// enter waits for the lane's gate (gate.go) in arrival order, behind this
-// process's earlier writers of the lane.
+// enter waits for the lane's gate (gate.go): at once when it is open,
+// else queued behind this process's earlier writers of the lane.
 func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
 		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
 	}
-	if l.gate.freeLocked() {
+	if l.gate.openLocked() {
 		l.gate.takeLocked()
 		l.mu.Unlock()
 		return nil
 	}
-	w := l.gate.joinLocked()
-	l.mu.Unlock()
-	var err error
-	select {
-	case <-w.ch:
-		return nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-bound.C():
-		err = errWaitBound
+	w := l.gate.joinLocked(time.Now())
+	for {
+		ch := w.ch
+		l.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-bound.C():
+			err = errWaitBound
+		}
+		l.mu.Lock()
+		if err != nil {
+			if l.gate.quitLocked(w) { // handed the gate, or woken to it, as we gave up: pass it on
+				l.leaveLocked()
+			}
+			l.mu.Unlock()
+			return err
+		}
+		if l.gate.arriveLocked(w, time.Now()) {
+			l.mu.Unlock()
+			return nil
+		}
 	}
-	l.mu.Lock()
-	if l.gate.quitLocked(w) { // granted as we gave up: pass it on
-		l.leaveLocked()
-	}
-	l.mu.Unlock()
-	return err
 }
 
 // ensureRow makes this process the holder of the lane's row; the caller

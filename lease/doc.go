@@ -240,8 +240,10 @@
 //     different lanes.
 //   - holder: one process (a UUID, its pid and process start time) that
 //     holds a lane's active row.
-//   - gate: the in-process FIFO that the writers of one lane pass, one at a
-//     time, before the lane is theirs (gate.go).
+//   - gate: the in-process lock that the writers of one lane pass, one at
+//     a time, before the lane is theirs: newcomers may barge ahead of the
+//     one woken waiter, as with sync.Mutex, until a waiter has waited 1 ms
+//     (starvation mode: strict arrival order) (gate.go).
 //   - grant: this process's ownership of a lane's active row, with its
 //     epoch (heldrow.go); it outlives the holds made under it while the row
 //     lingers.
@@ -293,7 +295,8 @@ package lease
 // file lock announced on them; kinds that cannot coexist refused at Open).
 //
 // A lane (laneState, lane.go) and its parts, one type and job each:
-//   - gate.go: gate, the in-process FIFO gate, and the lane's tryEnter
+//   - gate.go: gate, the in-process gate (sync.Mutex's normal and
+//     starvation modes), and the lane's tryEnter
 //     and leave built on it;
 //   - heldrow.go: grant and heldRow, the row this process holds, its
 //     Hold's depth and idle time; turn.go: turn, when a commit inside the

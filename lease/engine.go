@@ -42,7 +42,9 @@ type Options struct {
 	// Slice is how long a holder keeps a lane for more of its own work
 	// (queued at the gate, or a writer that comes straight back: turn.go)
 	// while another process waits; a turn keeps at least minTurnCommits
-	// commits however long they take. 0 means strict FIFO.
+	// commits however long they take. 0 means strict FIFO, across
+	// processes and at the in-process gate (which otherwise lets a
+	// returning writer barge ahead of a waiter for up to 1 ms: gate.go).
 	Slice time.Duration
 	// Linger is how long an idle holder keeps the row while nobody waits.
 	// 0 releases at once.

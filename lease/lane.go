@@ -13,7 +13,7 @@ import (
 // bookkeeping below that moves the held row, the claim and the inbox
 // together. Its parts:
 //
-//   - gate: the in-process FIFO gate (gate.go);
+//   - gate: the in-process gate, barging like sync.Mutex (gate.go);
 //   - held: the row this process holds, its Hold's depth, idle time and
 //     turn (heldrow.go, turn.go);
 //   - watcher: the linger watcher (linger.go);
@@ -38,7 +38,7 @@ type laneState struct {
 
 	mu        sync.Mutex
 	closing   bool          // the engine is closing: no new Hold, no watcher (guarded by mu)
-	gate      gate          // the in-process FIFO gate (gate.go)
+	gate      gate          // the in-process gate (gate.go)
 	held      heldRow       // the row this process holds (heldrow.go)
 	watcher   lingerWatcher // hands the idle row on or releases it (linger.go)
 	claimSlot claimSlot     // the claim in progress, as the lane sees it (claimslot.go)
@@ -51,6 +51,7 @@ type laneState struct {
 func newLane(e *Engine, scope, lane string) *laneState {
 	l := &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), watcher: newLingerWatcher()}
 	l.held.turn.grace = returnGrace
+	l.gate.fifo = e.opts.Slice <= 0 // strict FIFO, as asked
 	return l
 }
 

@@ -8,18 +8,24 @@ import (
 
 // The lane's parts, each alone (lane.go lists them).
 
+// A FIFO gate (Options.Slice 0) hands itself to its queued writers in
+// arrival order, and a newcomer queues behind them.
 func TestGatePassesInArrivalOrder(t *testing.T) {
-	var g gate
-	if !g.freeLocked() {
+	g := gate{fifo: true}
+	if !g.freeLocked() || !g.openLocked() {
 		t.Fatal("a new gate is not free")
 	}
+	t0 := time.Unix(0, 0)
 	g.takeLocked()
-	w1, w2 := g.joinLocked(), g.joinLocked()
-	if g.freeLocked() || !g.queuedLocked() {
-		t.Fatal("an owned gate with waiters reads free or unqueued")
+	w1, w2 := g.joinLocked(t0), g.joinLocked(t0)
+	if g.freeLocked() || !g.queuedLocked() || g.openLocked() {
+		t.Fatal("an owned gate with waiters reads free, open or unqueued")
 	}
-	if !g.passLocked() || !gatePassed(w1) || gatePassed(w2) {
-		t.Fatal("the first pass did not go to the first waiter alone")
+	if !g.passLocked() || !gatePassed(w1) || gateWoken(w2) || g.openLocked() {
+		t.Fatal("the first pass did not go to the first waiter alone, or left the gate open")
+	}
+	if !g.arriveLocked(w1, t0) {
+		t.Fatal("the writer handed the gate does not own it")
 	}
 	if !g.passLocked() || !gatePassed(w2) {
 		t.Fatal("the second pass did not go to the second waiter")
@@ -29,26 +35,120 @@ func TestGatePassesInArrivalOrder(t *testing.T) {
 	}
 }
 
-func TestGateWaiterThatQuits(t *testing.T) {
+// In normal mode a leave wakes the first queued writer only, and leaves
+// the gate unowned: a newcomer (the writer that just left, coming back)
+// may take it first; the woken writer that lost goes back to the front of
+// the queue, and the next leave wakes it again, not the writer behind it.
+func TestGateLetsANewcomerBargeAheadOfTheWokenWaiter(t *testing.T) {
 	var g gate
+	t0 := time.Unix(0, 0)
 	g.takeLocked()
-	early, late := g.joinLocked(), g.joinLocked()
-	if g.quitLocked(late) {
-		t.Fatal("a waiter that quit before its turn was told it owns the gate")
+	w1, w2 := g.joinLocked(t0), g.joinLocked(t0)
+	if !g.passLocked() || !gateWoken(w1) || gateWoken(w2) || g.ownedLocked() {
+		t.Fatal("the leave did not wake the first waiter alone, with the gate unowned")
 	}
-	g.passLocked()
-	if !g.quitLocked(early) {
-		t.Fatal("a waiter granted as it quit was not told it owns the gate")
+	if !g.openLocked() || g.freeLocked() {
+		t.Fatal("in normal mode the gate is not open to a newcomer while its waiter runs, or reads free")
 	}
-	if g.queuedLocked() || !g.ownedLocked() {
-		t.Fatal("after both quit, the gate is not owned by the granted one alone")
+	g.takeLocked() // the newcomer
+	if g.arriveLocked(w1, t0.Add(starveAfter/2)) {
+		t.Fatal("the woken waiter took a gate a newcomer owns")
+	}
+	if g.starving {
+		t.Fatal("a waiter that waited under starveAfter turned the gate to starvation mode")
+	}
+	if !g.passLocked() || !gateWoken(w1) || gateWoken(w2) {
+		t.Fatal("the next leave did not wake the waiter that lost, first in line again")
+	}
+	if g.passLocked() != true || gateWoken(w2) {
+		t.Fatal("a second leave while a woken waiter has yet to run woke another (a herd)")
+	}
+	if !g.arriveLocked(w1, t0.Add(starveAfter/2)) || !g.ownedLocked() {
+		t.Fatal("the woken waiter did not take the unowned gate")
 	}
 }
 
-func gatePassed(w *gateWaiter) bool {
+// A woken writer that loses the gate after waiting starveAfter turns the
+// gate to starvation mode: newcomers queue, leaves hand the gate to the
+// queue in order; the mode ends when the writer handed the gate is the
+// last one queued or waited less than starveAfter.
+func TestGateTurnsToStarvationMode(t *testing.T) {
+	var g gate
+	t0 := time.Unix(0, 0)
+	g.takeLocked()
+	w1 := g.joinLocked(t0)
+	g.passLocked()
+	g.takeLocked() // a newcomer barges
+	if g.arriveLocked(w1, t0.Add(starveAfter)) || !g.starving {
+		t.Fatal("a waiter that lost after starveAfter did not turn the gate to starvation mode")
+	}
+	w2 := g.joinLocked(t0.Add(starveAfter))
+	if !g.passLocked() || !gatePassed(w1) || g.openLocked() {
+		t.Fatal("in starvation mode the leave did not hand the gate to the first waiter, closed to newcomers")
+	}
+	if !g.arriveLocked(w1, t0.Add(2*starveAfter)) || !g.starving {
+		t.Fatal("starvation mode ended while a waiter queues and the one handed the gate waited starveAfter")
+	}
+	w3 := g.joinLocked(t0.Add(2 * starveAfter))
+	if !g.passLocked() || !gatePassed(w2) || gateWoken(w3) {
+		t.Fatal("the second hand-over did not go to the second waiter")
+	}
+	if !g.arriveLocked(w2, t0.Add(starveAfter+starveAfter/2)) || g.starving {
+		t.Fatal("starvation mode did not end when the writer handed the gate waited under starveAfter")
+	}
+	if !g.passLocked() || !gateWoken(w3) || gatePassed(w3) {
+		t.Fatal("back in normal mode, the leave did not wake the waiter")
+	}
+	if g.handovers != 2 {
+		t.Fatalf("%d hand-overs, want 2", g.handovers)
+	}
+}
+
+// A writer that gives up: queued, it leaves the queue; handed the gate, or
+// woken while the gate is unowned, it must leave the gate (pass it on);
+// woken while a newcomer owns it, it just goes, and the owner's leave
+// wakes the next.
+func TestGateWaiterThatQuits(t *testing.T) {
+	g := gate{fifo: true}
+	t0 := time.Unix(0, 0)
+	g.takeLocked()
+	early, late := g.joinLocked(t0), g.joinLocked(t0)
+	if g.quitLocked(late) {
+		t.Fatal("a waiter that quit before its turn was told to leave the gate")
+	}
+	g.passLocked()
+	if !g.quitLocked(early) {
+		t.Fatal("a waiter handed the gate as it quit was not told to leave it")
+	}
+	if g.queuedLocked() || !g.ownedLocked() {
+		t.Fatal("after both quit, the gate is not owned by the one handed it alone")
+	}
+
+	var n gate
+	n.takeLocked()
+	a, b := n.joinLocked(t0), n.joinLocked(t0)
+	n.passLocked()
+	if !n.quitLocked(a) || !n.ownedLocked() {
+		t.Fatal("a waiter woken to an unowned gate as it quit was not told to leave it")
+	}
+	if !n.passLocked() || !gateWoken(b) {
+		t.Fatal("its leave did not wake the next waiter")
+	}
+	n.takeLocked() // a newcomer
+	if n.quitLocked(b) {
+		t.Fatal("a waiter woken to a gate a newcomer owns was told to leave it")
+	}
+	if n.passLocked() || !n.freeLocked() {
+		t.Fatal("the newcomer's leave, nobody queued, did not free the gate")
+	}
+}
+
+func gatePassed(w *gateWaiter) bool { return gateWoken(w) && w.granted }
+
+func gateWoken(w *gateWaiter) bool {
 	select {
 	case <-w.ch:
-		return w.granted
+		return true
 	default:
 		return false
 	}
