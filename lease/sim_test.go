@@ -351,9 +351,10 @@ type simWorld struct {
 	restoredEpoch int64
 	checked       time.Time
 	// chain is the last epoch at or below issued that check accepted
-	// after a restore (0: none): the restored row when a live process
-	// held that very grant all along, or a grant whose clock read below
-	// issued. Hand-offs count on from it, by one (see check).
+	// after a restore (0: none): the restored row when its holder, alive,
+	// held that very grant all along or has issued no epoch above it (see
+	// restore), or a grant whose clock read below issued. Hand-offs count
+	// on from it, by one (see check).
 	chain int64
 }
 
@@ -953,8 +954,8 @@ func (w *simWorld) backup() string {
 // content), taking no lease: old lease rows and old epochs come back,
 // naming processes that may live. The checks then expect every epoch
 // granted from now on to exceed every epoch issued before (the restored
-// row's own excepted, while its holder has held it all along), and the
-// writes to go on from the backup's.
+// row's own excepted, and its hand-offs while its holder never issued
+// an epoch above it), and the writes to go on from the backup's.
 func (w *simWorld) restore() string {
 	ctx := context.Background()
 	var issued int64
@@ -1006,14 +1007,32 @@ func (w *simWorld) restore() string {
 		w.res.violate(w.curStep, "reading the restored row: %v", err)
 	}
 	w.chain = 0
+	state := "no live holder"
 	for _, p := range w.live() {
-		if l := p.eng.knownLane("s", "l"); l != nil && p.id == holder {
-			if g := l.currentRow(); g != nil && !g.lost.Load() && g.epoch == restored {
-				// Its grant, which it may have lost in the history the
-				// restore undid without noticing, is the row again: it
-				// hands it on at epoch + 1, a hand-off.
-				w.chain = restored
-			}
+		if p.id != holder {
+			continue
+		}
+		l := p.eng.knownLane("s", "l")
+		if l == nil {
+			// It never used the lane: it issued no epoch from the row.
+			w.chain, state = restored, p.id+" never used the lane"
+			break
+		}
+		g, high := l.currentRow(), l.epochs.high.Load()
+		state = fmt.Sprintf("%s holds %s, has seen or issued up to %d", p.id, describeGrant(g), high)
+		switch {
+		case g != nil && !g.lost.Load() && g.epoch == restored:
+			// Its grant, which it may have lost in the history the
+			// restore undid without noticing, is the row again: it
+			// hands it on at epoch + 1, a hand-off.
+			w.chain = restored
+		case high < restored+1:
+			// It has issued no epoch above the row's (a holder notes
+			// every epoch it grants): restored + 1 was never issued from
+			// this row. Its claim may have taken the row as its grant
+			// just before the restore (handedToUs), and not recorded it
+			// yet: it hands it on at epoch + 1 too.
+			w.chain = restored
 		}
 	}
 	w.issued = max(w.issued, issued)
@@ -1027,7 +1046,19 @@ func (w *simWorld) restore() string {
 	clear(w.epochHolder)
 	w.unknownState()
 	w.fault("restore")
-	return fmt.Sprintf("restore: the backup over the file (row at epoch %d, writes up to %d; issued up to %d)", restored, w.snapWrite, issued)
+	return fmt.Sprintf("restore: the backup over the file (row at epoch %d of %q, writes up to %d; issued up to %d; %s; hand-offs from the row allowed: %v)",
+		restored, holder, w.snapWrite, issued, state, w.chain != 0)
+}
+
+// describeGrant says what grant g is for a trace line.
+func describeGrant(g *grant) string {
+	switch {
+	case g == nil:
+		return "no grant"
+	case g.lost.Load():
+		return fmt.Sprintf("a lost grant at epoch %d", g.epoch)
+	}
+	return fmt.Sprintf("a grant at epoch %d", g.epoch)
 }
 
 // kills is how many steps in 1000 kill a process (cfg.kill).
