@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // The lease tables live in the database file itself, so that the fencing
@@ -76,15 +77,22 @@ func (s schemaState) complete() bool {
 	return s.leases && s.queue && s.index && s.queueIndex && len(s.missingColumns) == 0
 }
 
+// readSchema reads what sqlite_master and the two tables' columns say, in
+// one statement (a connection's first statements cost a prepare each; an
+// engine opens with this read). The lease and queue tables' rows carry
+// their column names, comma-separated; indexes carry none.
 func readSchema(ctx context.Context, q querier) (schemaState, error) {
 	var s schemaState
-	rows, err := q.QueryContext(ctx, `SELECT type, name FROM main.sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`)
+	rows, err := q.QueryContext(ctx, `SELECT m.type, m.name, CASE WHEN m.type = 'table' THEN (SELECT group_concat(c.name, ',') FROM pragma_table_info(m.name, 'main') c) END
+		FROM main.sqlite_master m WHERE m.name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`)
 	if err != nil {
 		return s, err
 	}
+	cols := map[string]map[string]bool{}
 	for rows.Next() {
 		var typ, name string
-		if err := rows.Scan(&typ, &name); err != nil {
+		var list sql.NullString
+		if err := rows.Scan(&typ, &name, &list); err != nil {
 			rows.Close()
 			return s, err
 		}
@@ -98,6 +106,12 @@ func readSchema(ctx context.Context, q querier) (schemaState, error) {
 		case "ix_writer_queue_order":
 			s.queueIndex = typ == "index"
 		}
+		if typ == "table" {
+			cols[name] = map[string]bool{}
+			for _, c := range strings.Split(list.String, ",") {
+				cols[name][c] = true
+			}
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -107,11 +121,7 @@ func readSchema(ctx context.Context, q querier) (schemaState, error) {
 		if (c.table == "_writer_leases" && !s.leases) || (c.table == "_writer_queue" && !s.queue) {
 			continue
 		}
-		var n int
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?, 'main') WHERE name = ?`, c.table, c.column).Scan(&n); err != nil {
-			return s, err
-		}
-		if n == 0 {
+		if !cols[c.table][c.column] {
 			s.missingColumns = append(s.missingColumns, i)
 		}
 	}
