@@ -216,15 +216,8 @@ func (f simFaults) any() bool {
 	return f.cancels || f.workers || f.dgrams || f.sidecar || f.pidns || f.restore
 }
 
-// simAllFaults is every family of faults. The restore fault only with
-// CLEOLEASE_SIM_RESTORE=1: it finds an open hole (issue 31, item 3) in
-// about one run in five of CI's line — a hand-off after an in-place
-// restore at an epoch the file had issued before it, e.g. "step 5299: a
-// grant after a restore at epoch …12117601, at or below the …14876021
-// issued before it" (lease/handoff/commit after lease/pass) — and CI must
-// stay green for the rest while it is open.
-var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true,
-	restore: os.Getenv("CLEOLEASE_SIM_RESTORE") == "1"}
+// simAllFaults is every family of faults.
+var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true}
 
 // simFull is the configuration TestSimulation runs: every fault, every
 // check.
