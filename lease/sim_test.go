@@ -1241,7 +1241,7 @@ func (w *simWorld) check(step int) {
 		// written in a transaction still open (its process parked, or
 		// stopped, inside it) took its floor from its clock when it
 		// began, before this check.
-		if w.lockFree() {
+		if !w.writeLocked() {
 			w.checked = time.Now()
 			w.lowFree = w.lowestClock()
 		}
@@ -1349,26 +1349,6 @@ func (w *simWorld) lowestClock() time.Time {
 		}
 	}
 	return low
-}
-
-// lockFree reports whether no process holds SQLite's write lock on the
-// file now (the check's connection waits for no lock: _busy_timeout=0).
-// Every process is parked at a gate while the scheduler checks, so the
-// probe's BEGIN IMMEDIATE and ROLLBACK contend with nobody.
-func (w *simWorld) lockFree() bool {
-	ctx := context.Background()
-	c, err := w.checkDB.Conn(ctx)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return false
-	}
-	if _, err := c.ExecContext(ctx, "ROLLBACK"); err != nil {
-		w.res.violate(w.curStep, "the check's ROLLBACK failed: %v", err)
-	}
-	return true
 }
 
 // skipOrFail counts a check skipped because the file was busy (a
