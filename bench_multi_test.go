@@ -214,11 +214,12 @@ func benchRound(b *testing.B, s workload.Spec, procs int) ([]workload.Result, in
 }
 
 // BenchmarkContention measures several processes writing one SQLite file
-// (workload.Loads: 1x1, 4x2, 8x1-1ms, and with -contention.scaling
-// 16x1-1ms and 32x1-1ms) for each peer of workload.BenchPeers: txlock (raw
-// go-sqlite3, BeginTx with _txlock=immediate, WAL, 30 s busy timeout: raw
-// at its best), flock (txlock inside an exclusive flock on a side file, the
-// do-it-yourself fix; where flock(2) exists) and cleolease (lane
+// (workload.Loads: 1x1, 1x8, 4x2, 8x1-1ms, and with -contention.scaling
+// 16x1-1ms and 32x1-1ms) for each peer of the load (workload.Load.Peers):
+// txlock (raw go-sqlite3, BeginTx with _txlock=immediate, WAL, 30 s busy
+// timeout: raw at its best), flock (txlock inside an exclusive flock on a
+// side file, the do-it-yourself fix; where flock(2) exists), pool1 (txlock
+// on one pooled connection; loads of one process) and cleolease (lane
 // main/bench), with synchronous=NORMAL and (unless -contention.full=false)
 // FULL. Every
 // transaction reads a counter, writes it back plus one and inserts a log
@@ -250,7 +251,7 @@ func BenchmarkContention(b *testing.B) {
 					continue
 				}
 				b.Run("load="+l.ID, func(b *testing.B) {
-					for _, peer := range workload.BenchPeers {
+					for _, peer := range l.Peers() {
 						b.Run("driver="+string(peer), func(b *testing.B) {
 							benchContention(b, workload.Spec{Peer: peer, Sync: level, Workload: "counter",
 								Goroutines: l.Goroutines, Duration: *benchDuration, Work: l.Work, Lane: "bench"}, l.Procs)

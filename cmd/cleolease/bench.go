@@ -34,7 +34,7 @@ type benchLine struct {
 }
 
 // benchResult is one load's lines on one base, in the order of
-// workload.BenchPeers, and cleolease's commits/s over each other peer's
+// workload.Load.Peers, and cleolease's commits/s over each other peer's
 // on that base.
 type benchResult struct {
 	Workload workload.Load             `json:"workload"`
@@ -58,13 +58,16 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure cleolease against raw go-sqlite3 and against a flock per transaction",
 		Long: `bench runs the multi-process performance suite (the loads of the
 repository's BenchmarkContention, go test -bench Contention): each load on
-three peers, alternating, each run in a fresh file:
+three peers (four where one process writes), alternating, each run in a
+fresh file:
 
   txlock     raw go-sqlite3 through BeginTx with _txlock=immediate (BEGIN
              IMMEDIATE), WAL, synchronous=NORMAL, a 30 s busy timeout: raw
              at its best, paying database/sql's transaction as cleolease does
   flock      txlock inside an exclusive flock(2) on a side file around each
              transaction: the do-it-yourself fix
+  pool1      txlock with db.SetMaxOpenConns(1), go-sqlite3's advice for one
+             process (only in the loads of one process)
   cleolease  the cleolease driver, lane main/bench
 
 Every transaction reads a counter and writes it back plus one, with a log
@@ -72,6 +75,7 @@ row, so lost updates show in the data.
 
 Loads (--only selects some; --scaling adds the 16- and 32-process ones):
   1x1       uncontended: 1 process × 1 goroutine
+  1x8       1 process × 8 goroutines, no work (a server's pool)
   4x2       4 processes × 2 goroutines, no work
   8x1-1ms   8 processes × 1 goroutine, 1 ms of work inside each transaction
   16x1-1ms  16 processes, 1 ms of work (scaling)
@@ -156,7 +160,6 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 		}
 	}
 	ui := newProgress(stderr, asJSON && !isTerminal(stderr))
-	peers := workload.BenchPeers
 	type key struct {
 		load string
 		base workload.Base
@@ -170,6 +173,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 				if per[k] == nil {
 					per[k] = map[workload.Peer][]benchSample{}
 				}
+				peers := l.Peers()
 				for i := range peers { // each run starts with the next peer
 					peer := peers[(i+r)%len(peers)]
 					n++
@@ -192,7 +196,7 @@ func runBench(ctx context.Context, stdout, stderr io.Writer, loads []workload.Lo
 		for _, b := range bases {
 			k := key{l.ID, b}
 			res := benchResult{Workload: l, Base: b.String(), Ratios: map[workload.Peer]float64{}}
-			for _, p := range peers {
+			for _, p := range l.Peers() {
 				res.Lines = append(res.Lines, medianLine(p, per[k][p]))
 			}
 			cl := medianLine(workload.Cleolease, per[k][workload.Cleolease]).CommitsPerSec

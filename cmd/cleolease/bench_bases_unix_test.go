@@ -26,8 +26,8 @@ func TestBenchOnEveryBase(t *testing.T) {
 	var bases []string
 	for _, res := range out {
 		bases = append(bases, res.Base)
-		if len(res.Lines) != len(workload.BenchPeers) {
-			t.Errorf("%s: %d lines, want %d", res.Base, len(res.Lines), len(workload.BenchPeers))
+		if len(res.Lines) != len(res.Workload.Peers()) {
+			t.Errorf("%s: %d lines, want %d", res.Base, len(res.Lines), len(res.Workload.Peers()))
 		}
 		for _, l := range res.Lines {
 			if l.CommitsPerSec <= 0 || l.Errors != 0 || l.LostUpdates != 0 {

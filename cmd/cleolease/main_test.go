@@ -775,7 +775,7 @@ func TestBenchSmoke(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, r.stdout)
 	}
-	if len(out) != 1 || out[0].Workload.ID != "1x1" || len(out[0].Lines) != len(workload.BenchPeers) {
+	if len(out) != 1 || out[0].Workload.ID != "1x1" || len(out[0].Lines) != len(workload.BenchPeers)+1 {
 		t.Fatalf("bench: %+v", out)
 	}
 	for _, l := range out[0].Lines {

@@ -30,6 +30,11 @@ const (
 	// fix an application would write itself. Only where flock exists (not
 	// Windows).
 	Flock Peer = "flock"
+	// Pool1 is TxLock with db.SetMaxOpenConns(1): the advice go-sqlite3's
+	// own FAQ gives for one process, one warm connection that the
+	// process's goroutines take in turn (database/sql's pool is the lock).
+	// Compared only where one process writes (Load.Peers).
+	Pool1 Peer = "pool1"
 	// Cleolease is the cleolease driver with its default DSN.
 	Cleolease Peer = "cleolease"
 )
@@ -62,10 +67,10 @@ const TxLockQuery = "_busy_timeout=30000&_journal_mode=WAL&_synchronous=%s&_fk=1
 // ParsePeer returns the peer named s.
 func ParsePeer(s string) (Peer, error) {
 	switch p := Peer(s); p {
-	case Raw, TxLock, Flock, Cleolease:
+	case Raw, TxLock, Flock, Pool1, Cleolease:
 		return p, nil
 	}
-	return "", fmt.Errorf("unknown peer %q (want raw, txlock, flock or cleolease)", s)
+	return "", fmt.Errorf("unknown peer %q (want raw, txlock, flock, pool1 or cleolease)", s)
 }
 
 // Base is an SQLite driver a peer runs on: "" (BaseGoSQLite3), "modernc"
@@ -146,7 +151,7 @@ func (p Peer) DSNOn(b Base, path, sync string) (string, error) {
 			return "", fmt.Errorf("the raw peer runs on go-sqlite3 only")
 		}
 		q = RawQuery
-	case TxLock, Flock:
+	case TxLock, Flock, Pool1:
 		q = fmt.Sprintf(qs[0], sync)
 	case Cleolease:
 		if !strings.EqualFold(sync, "NORMAL") {
@@ -173,6 +178,9 @@ func OpenOn(ctx context.Context, b Base, p Peer, path, sync string) (*sql.DB, er
 	db, err := sql.Open(p.DriverNameOn(b), dsn)
 	if err != nil {
 		return nil, err
+	}
+	if p == Pool1 {
+		db.SetMaxOpenConns(1)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

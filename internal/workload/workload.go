@@ -275,10 +275,28 @@ type Load struct {
 // BenchmarkContention (the targets of the project's issues 8 and 15).
 var Loads = []Load{
 	{"1x1", "uncontended: 1 process × 1 goroutine", 1, 1, 0, false},
+	{"1x8", "1 process × 8 goroutines, no work (a server's pool)", 1, 8, 0, false},
 	{"4x2", "4 processes × 2 goroutines, no work", 4, 2, 0, false},
 	{"8x1-1ms", "8 processes × 1 goroutine, 1 ms work in each tx", 8, 1, time.Millisecond, false},
 	{"16x1-1ms", "16 processes × 1 goroutine, 1 ms work in each tx", 16, 1, time.Millisecond, true},
 	{"32x1-1ms", "32 processes × 1 goroutine, 1 ms work in each tx", 32, 1, time.Millisecond, true},
+}
+
+// Peers are the peers the load is measured on, in the order they run:
+// BenchPeers, with Pool1 before Cleolease where one process writes (the
+// peer that setting is for).
+func (l Load) Peers() []Peer {
+	if l.Procs != 1 {
+		return BenchPeers
+	}
+	ps := make([]Peer, 0, len(BenchPeers)+1)
+	for _, p := range BenchPeers {
+		if p == Cleolease {
+			ps = append(ps, Pool1)
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // LoadIDs lists the IDs of Loads, for messages.
