@@ -3,7 +3,9 @@ package platform
 import (
 	"errors"
 	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
+	"time"
 )
 
 // Locks is the liveness evidence of the processes that use one database,
@@ -109,8 +111,19 @@ var errKind = errors.New("lock kind out of range or different from the one annou
 // takes an exclusive lock for a few microseconds, so a peer testing the
 // same kind at that moment (two processes of one kind opening at once)
 // makes it look held, whereas an announcement stays for its process's
-// life: one test that finds the kind free settles it.
+// life: one test that finds the kind free settles it. Between tests it
+// pauses (testPause).
 const testTries = 20
+
+// testPause is how long Announced waits before its try-th test (from 1)
+// of a kind it found held: a growing pause with jitter, so that peers
+// testing at once (each holding the lock for a moment) fall out of step,
+// and a peer descheduled while it held the lock (Wine, a loaded machine)
+// has let go. At most about 20 ms over testTries tries.
+func testPause(try int) time.Duration {
+	step := time.Duration(try) * 100 * time.Microsecond
+	return step/2 + rand.N(step)
+}
 
 // validKind reports whether kind can be announced.
 func validKind(kind int) bool { return kind >= 0 && kind < MaxKinds }

@@ -286,7 +286,7 @@ func (s *byteLocks) Announced(kind int) (bool, error) {
 		if err != nil || !held || i == testTries {
 			return held, err
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(testPause(i))
 	}
 }
 

@@ -433,7 +433,7 @@ func (s *flockLocks) Announced(kind int) (bool, error) {
 		case i == testTries:
 			return true, nil
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(testPause(i))
 	}
 }
 
