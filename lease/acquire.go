@@ -105,9 +105,11 @@ func (l *laneState) wait(ctx context.Context, bound *waitBound, opts AcquireOpti
 	return &Hold{l: l, g: g, gateHeld: true, claimed: claimed, begun: begun}, nil
 }
 
-// enterHeld is Acquire's fast path, under one lock: when the gate is free
-// with nobody queued for it and this process still holds the row (not
-// known lost), it takes the gate, starts the hold (depth 1) and returns the
+// enterHeld is Acquire's fast path, under one lock: when the gate is open
+// (unowned, and not handed over in order: gate.openLocked — a writer
+// queued for it may be passed, as sync.Mutex lets a running goroutine
+// pass its woken waiter) and this process still holds the row (not known
+// lost), it takes the gate, starts the hold (depth 1) and returns the
 // row; otherwise nil, and Acquire takes the way through enter and
 // ensureRow.
 func (l *laneState) enterHeld() *grant {
@@ -123,15 +125,20 @@ func (l *laneState) enterHeld() *grant {
 	return g
 }
 
-// enter waits for the lane's gate (gate.go): at once when it is open,
-// else queued behind this process's earlier writers of the lane.
+// enter waits for the lane's gate (gate.go), queued behind this
+// process's earlier writers of the lane: it never barges ahead of them
+// (only enterHeld does, when this process holds the row and the writer
+// can commit at once). A writer that comes here may have to claim the row
+// from another process, holding the gate while it waits: taking the gate
+// ahead of a sibling then would keep that sibling waiting for another
+// round of the other processes' turns.
 func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
 		return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
 	}
-	if l.gate.openLocked() {
+	if l.gate.freeLocked() {
 		l.gate.takeLocked()
 		l.mu.Unlock()
 		return nil
