@@ -241,9 +241,10 @@
 //   - holder: one process (a UUID, its pid and process start time) that
 //     holds a lane's active row.
 //   - gate: the in-process lock that the writers of one lane pass, one at
-//     a time, before the lane is theirs: newcomers may barge ahead of the
-//     one woken waiter, as with sync.Mutex, until a waiter has waited 1 ms
-//     (starvation mode: strict arrival order) (gate.go).
+//     a time, before the lane is theirs: while this process holds the
+//     row, a newcomer may barge ahead of the one woken waiter, as with
+//     sync.Mutex, until a waiter has waited 1 ms (starvation mode: strict
+//     arrival order) (gate.go).
 //   - grant: this process's ownership of a lane's active row, with its
 //     epoch (heldrow.go); it outlives the holds made under it while the row
 //     lingers.

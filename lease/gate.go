@@ -13,9 +13,11 @@ const starveAfter = time.Millisecond
 // lane through one at a time, the way sync.Mutex does (its comment at the
 // top of sync/mutex.go is the model).
 //
-// In normal mode a writer that finds the gate unowned takes it, even when
-// others queue: the one that just left and comes straight back keeps its
-// warm connection, and no goroutine switch is paid per commit. A leave
+// In normal mode a writer that finds the gate unowned while this process
+// holds the lane's row takes it, even when others queue (enterHeld; a
+// writer that may have to claim the row queues: enter): the one that
+// just left and comes straight back keeps its warm connection, and no
+// goroutine switch is paid per commit. A leave
 // wakes only the first queued writer, which competes with such newcomers;
 // if it loses, it goes back to the front of the queue. A writer that has
 // waited starveAfter or more when it loses turns the gate to starvation
