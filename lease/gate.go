@@ -32,12 +32,11 @@ const starveAfter = time.Millisecond
 // enterHeld, tests the gate and the held row under that one lock), so its
 // methods are called with it held.
 type gate struct {
-	fifo      bool      // strict arrival order: every leave hands the gate on (Slice 0)
-	busy      bool      // the gate is owned
-	starving  bool      // starvation mode: leaves hand the gate to the first queued writer
-	woken     bool      // a queued writer was woken and has not run yet (normal mode)
-	waiters   list.List // of *gateWaiter, in arrival order (a woken writer that lost goes first)
-	handovers int       // how many times the gate was handed straight to a queued writer
+	fifo     bool      // strict arrival order: every leave hands the gate on (Slice 0)
+	busy     bool      // the gate is owned
+	starving bool      // starvation mode: leaves hand the gate to the first queued writer
+	woken    bool      // a queued writer was woken and has not run yet (normal mode)
+	waiters  list.List // of *gateWaiter, in arrival order (a woken writer that lost goes first)
 }
 
 // gateWaiter is one writer queued at the gate.
@@ -97,7 +96,6 @@ func (g *gate) passLocked() bool {
 		w.el = nil
 		w.granted = true
 		g.busy = true
-		g.handovers++
 		close(w.ch)
 		return true
 	}
