@@ -52,6 +52,9 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	if err := e.checkFile(false); err != nil {
 		return nil, err
 	}
+	if e.sweepDue.Load() && e.sweepDue.CompareAndSwap(true, false) {
+		e.sweepOpen(ctx) // before this lane is known (Options.TablesReady)
+	}
 	l := e.lane(scope, lane)
 	if g := l.enterHeld(); g != nil {
 		e.stats.Grants.Add(1)

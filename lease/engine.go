@@ -97,6 +97,14 @@ type Options struct {
 	// MemoryOnly makes an in-process-only engine (shared in-memory
 	// databases): a gate per lane, no tables, no sidecar.
 	MemoryOnly bool
+	// TablesReady says that the caller found the lease tables complete
+	// (SchemaReady) on a connection of its own just before Open. Open then
+	// neither reads them nor opens the engine's connection: that
+	// connection opens at the engine's first use of it (its first claim,
+	// Status, Break), and the sweep of rows naming this process that Open
+	// would run runs at the first Acquire instead. A process that only
+	// reads pays only for the liveness lock and the doorbell.
+	TablesReady bool
 }
 
 // Engine is the lease engine of one database file in this process.
@@ -137,6 +145,9 @@ type Engine struct {
 
 	fileGone atomic.Bool // the path no longer names this engine's file
 	sweeping atomic.Bool // sweepStale runs (stale.go)
+	// sweepDue: Open left its sweep of stale rows (sweepStale) to the
+	// first Acquire (Options.TablesReady).
+	sweepDue atomic.Bool
 	// schemaPending: the lease tables were missing or incomplete at Open
 	// and the file refused the write that creates them (refused.go); the
 	// next lease write creates them first (tryImmediate).
@@ -285,14 +296,24 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		// grants (stale.go). Briefly: Open holds the registry, and a row
 		// left for now is taken over by its claim (handedToUs) or swept
 		// when a waiter registers for its lane.
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		e.sweepStale(sctx)
-		cancel()
+		if opts.TablesReady {
+			e.sweepDue.Store(true)
+		} else {
+			e.sweepOpen(ctx)
+		}
 	}
 	if seams.shared {
 		registry[key] = e
 	}
 	return e, nil
+}
+
+// sweepOpen is Open's sweep of rows naming this process (sweepStale),
+// bounded by a second.
+func (e *Engine) sweepOpen(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	e.sweepStale(sctx)
+	cancel()
 }
 
 // openHook, when set (by tests only), is the fault hook every new engine
@@ -348,6 +369,9 @@ func (e *Engine) openStore(ctx context.Context) error {
 	e.db.SetMaxOpenConns(1)
 	e.db.SetMaxIdleConns(1)
 	e.db.SetConnMaxLifetime(0)
+	if e.opts.TablesReady {
+		return nil // (sql.OpenDB connects at the first use)
+	}
 	err = e.bootstrap(ctx)
 	if WriteRefused(err) {
 		// A LiteFS replica, say: open for reads, create the tables at the

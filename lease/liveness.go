@@ -3,6 +3,7 @@ package lease
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cleocode/cleolease/internal/platform"
 )
@@ -76,8 +77,9 @@ func unknownBecause(why string) verdict { return verdict{state: platform.ProcUnk
 
 // procIdentity returns this process's holder_start prefix
 // ("boot/pidns/starttime"); the engine appends its locks' mark and its uid
-// (holderStart).
-func procIdentity() string { return platform.Identity() }
+// (holderStart). Read once: none of the three changes while the process
+// runs, and reading them costs an engine's open several file reads.
+var procIdentity = sync.OnceValue(platform.Identity)
 
 // bootID is this process's boot as holder_start records it.
 func bootID() string { return platform.BootID() }

@@ -3,7 +3,9 @@ package lease
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -70,62 +72,122 @@ var addedColumns = []struct{ table, column, decl string }{
 // schemaState is what sqlite_master and table_info say about the tables.
 type schemaState struct {
 	leases, queue, index, queueIndex bool
-	missingColumns                   []int // indexes into addedColumns
+	missingColumns                   []int                      // indexes into addedColumns
+	cols                             map[string]map[string]bool // table: its columns (saw)
 }
 
 func (s schemaState) complete() bool {
 	return s.leases && s.queue && s.index && s.queueIndex && len(s.missingColumns) == 0
 }
 
-// readSchema reads what sqlite_master and the two tables' columns say, in
+// schemaSQL reads what sqlite_master and the two tables' columns say, in
 // one statement (a connection's first statements cost a prepare each; an
-// engine opens with this read). The lease and queue tables' rows carry
-// their column names, comma-separated; indexes carry none.
+// engine opens with this read): a row per lease table or index present,
+// its type, its name, and for the lease and queue tables their column
+// names, comma-separated (NULL for an index).
+const schemaSQL = `SELECT m.type, m.name, CASE WHEN m.type = 'table' THEN (SELECT group_concat(c.name, ',') FROM pragma_table_info(m.name, 'main') c) END
+		FROM main.sqlite_master m WHERE m.name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`
+
+// readSchema reads schemaSQL through q.
 func readSchema(ctx context.Context, q querier) (schemaState, error) {
 	var s schemaState
-	rows, err := q.QueryContext(ctx, `SELECT m.type, m.name, CASE WHEN m.type = 'table' THEN (SELECT group_concat(c.name, ',') FROM pragma_table_info(m.name, 'main') c) END
-		FROM main.sqlite_master m WHERE m.name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`)
+	rows, err := q.QueryContext(ctx, schemaSQL)
 	if err != nil {
 		return s, err
 	}
-	cols := map[string]map[string]bool{}
+	defer rows.Close()
 	for rows.Next() {
 		var typ, name string
 		var list sql.NullString
 		if err := rows.Scan(&typ, &name, &list); err != nil {
-			rows.Close()
 			return s, err
 		}
-		switch name {
-		case "_writer_leases":
-			s.leases = typ == "table"
-		case "_writer_queue":
-			s.queue = typ == "table"
-		case "ux_writer_leases_active":
-			s.index = typ == "index"
-		case "ix_writer_queue_order":
-			s.queueIndex = typ == "index"
-		}
-		if typ == "table" {
-			cols[name] = map[string]bool{}
-			for _, c := range strings.Split(list.String, ",") {
-				cols[name][c] = true
-			}
-		}
+		s.saw(typ, name, list.String)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return s, err
 	}
+	s.settle()
+	return s, nil
+}
+
+// SchemaReady reports whether the lease tables, their indexes and every
+// column cleolease adds are all present, as q — a connection the caller
+// opened on the file with the base, not through cleolease — sees them
+// now. Open given Options.TablesReady then skips its own read of them.
+// err is the base's error for the read (the caller then opens the engine
+// the usual way, which reads them again).
+func SchemaReady(ctx context.Context, q driver.QueryerContext) (bool, error) {
+	rows, err := q.QueryContext(ctx, schemaSQL, nil)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	var s schemaState
+	dest := make([]driver.Value, 3)
+	for {
+		err := rows.Next(dest)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+		typ, _ := textValue(dest[0])
+		name, _ := textValue(dest[1])
+		list, _ := textValue(dest[2])
+		s.saw(typ, name, list)
+	}
+	s.settle()
+	return s.complete(), nil
+}
+
+// textValue is v as a string, from the string or []byte a base returns
+// for TEXT.
+func textValue(v driver.Value) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case []byte:
+		return string(v), true
+	}
+	return "", false
+}
+
+// saw records one row of schemaSQL.
+func (s *schemaState) saw(typ, name, columns string) {
+	switch name {
+	case "_writer_leases":
+		s.leases = typ == "table"
+	case "_writer_queue":
+		s.queue = typ == "table"
+	case "ux_writer_leases_active":
+		s.index = typ == "index"
+	case "ix_writer_queue_order":
+		s.queueIndex = typ == "index"
+	}
+	if typ == "table" {
+		if s.cols == nil {
+			s.cols = map[string]map[string]bool{}
+		}
+		s.cols[name] = map[string]bool{}
+		for _, c := range strings.Split(columns, ",") {
+			s.cols[name][c] = true
+		}
+	}
+}
+
+// settle lists the added columns the tables present lack, once every row
+// was seen.
+func (s *schemaState) settle() {
 	for i, c := range addedColumns {
 		if (c.table == "_writer_leases" && !s.leases) || (c.table == "_writer_queue" && !s.queue) {
 			continue
 		}
-		if !cols[c.table][c.column] {
+		if !s.cols[c.table][c.column] {
 			s.missingColumns = append(s.missingColumns, i)
 		}
 	}
-	return s, nil
 }
 
 // querier is the part of *sql.Conn / *sql.DB the engine reads through.

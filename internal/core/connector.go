@@ -114,8 +114,11 @@ func (c *Connector) Config() *Config { return c.cfg.Clone() }
 func (c *Connector) Driver() driver.Driver { return c.drv }
 
 // Connect opens a connection. The first connect to a file in this process
-// also opens the file's lease engine (creating the lease tables, except on
-// a file that refuses writes, such as a LiteFS replica: replica.go); a
+// also opens the file's lease engine: its liveness lock and doorbell at
+// once, and its own connection either at once, when the lease tables must
+// be created or completed (except on a file that refuses writes, such as
+// a LiteFS replica: replica.go), or at the first lease, when the new
+// connection finds them complete (lease.SchemaReady); a
 // private database (Config.private) gets none and is opened exactly as
 // the base opens it, and so does a file SQLite opened read-only
 // (readonly.go): such a connection takes no lease, runs no migrations and
@@ -150,7 +153,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		c.warnPendingReadOnly(ctx, slot.lc.dsn)
 		return &OuterConn{mw: conn, inner: slot.lc}, nil
 	}
-	if err := c.ensureEngine(ctx); err != nil {
+	if err := c.ensureEngine(ctx, slot.lc.Conn); err != nil {
 		conn.Close()
 		return nil, sqliteFileError(err)
 	}
@@ -168,7 +171,11 @@ func (c *Connector) leased() bool {
 	return c.cfg.Mode != ModeOff && !c.readOnly && !c.private
 }
 
-func (c *Connector) ensureEngine(ctx context.Context) error {
+// ensureEngine opens the connector's engine unless it is open. probe is the
+// base connection just opened, on which the lease tables are looked for
+// first (lease.SchemaReady): when they are complete, the engine opens
+// without a connection of its own until its first lease.
+func (c *Connector) ensureEngine(ctx context.Context, probe driver.QueryerContext) error {
 	if !c.leased() {
 		return nil
 	}
@@ -184,8 +191,13 @@ func (c *Connector) ensureEngine(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ready := false
+	if !c.memory && probe != nil {
+		ready, _ = lease.SchemaReady(ctx, probe) // (an error: the engine reads them itself)
+	}
 	e, err := lease.Open(ctx, lease.Options{
-		Base: c.drvBase, Path: c.path, DSN: c.dsn, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
+		TablesReady: ready,
+		Base:        c.drvBase, Path: c.path, DSN: c.dsn, RemoteHolders: c.remoteHolders, Replicated: c.liteFS, SidecarDir: sidecarDir, SidecarDirDerived: derived, TTL: c.cfg.TTL, Slice: c.cfg.Slice, Linger: c.cfg.Linger, StealAfterTTL: c.cfg.StealAfterTTL,
 		Clock: c.cfg.Clock, Logger: c.log, MemoryOnly: c.memory,
 	})
 	if err != nil {
