@@ -31,6 +31,9 @@ type benchLine struct {
 	Fairness      float64       `json:"fairness"`
 	LostUpdates   int64         `json:"lost_updates"` // summed over runs
 	ErrorSample   string        `json:"error_sample,omitempty"`
+	// CPUPerOp is, for a Short load, the user and system CPU time of one
+	// invocation (its process's, all runs pooled).
+	CPUPerOp time.Duration `json:"cpu_per_op_ns,omitempty"`
 }
 
 // benchResult is one load's lines on one base, in the order of
@@ -78,6 +81,9 @@ Loads (--only selects some; --scaling adds the 16- and 32-process ones):
   1x8       1 process × 8 goroutines, no work (a server's pool)
   4x2       4 processes × 2 goroutines, no work
   8x1-1ms   8 processes × 1 goroutine, 1 ms of work inside each transaction
+  cli1      short-lived processes one after another, each a CLI command that
+            starts, opens the file, runs one transaction, closes and exits
+  cli8      8 loops of such processes at once (a CLI that 8 agents run)
   16x1-1ms  16 processes, 1 ms of work (scaling)
   32x1-1ms  32 processes, 1 ms of work (scaling)
 
@@ -275,6 +281,17 @@ func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, ru
 	printTable(w, header, rows, 2)
 	fmt.Fprintln(w, wrap("", "  ", "p50 / p99 / max: latency from begin to commit. lost: lost updates. cleolease ÷: cleolease's commits/s over the peer's (txlock: BEGIN IMMEDIATE through BeginTx; flock: txlock inside a flock)"))
 	for _, r := range out {
+		if !r.Workload.Short {
+			continue
+		}
+		var cpu []string
+		for _, l := range r.Lines {
+			cpu = append(cpu, fmt.Sprintf("%s %s ms", peerLabel(r.base(), l.Driver), fmtMS(l.CPUPerOp)))
+		}
+		fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s: a commit is a process (start, open, one transaction, close, exit); latency is start to exit; CPU per invocation (user + system): %s",
+			r.Workload.ID, strings.Join(cpu, ", "))))
+	}
+	for _, r := range out {
 		for _, l := range r.Lines {
 			if l.ErrorSample != "" {
 				fmt.Fprintln(w, wrap("", "  ", fmt.Sprintf("%s %s, first error: %s", r.Workload.ID, peerLabel(r.base(), l.Driver), l.ErrorSample)))
@@ -287,6 +304,7 @@ func printBench(w io.Writer, out []benchResult, d time.Duration, sync string, ru
 type benchSample struct {
 	load workload.Figures
 	lost int64
+	cpu  time.Duration // a Short load's: its processes' user and system time
 }
 
 func medianLine(peer workload.Peer, ss []benchSample) benchLine {
@@ -305,6 +323,14 @@ func medianLine(peer workload.Peer, ss []benchSample) benchLine {
 			}
 		}
 	}
+	var cpu time.Duration
+	var ops int64
+	for _, s := range ss {
+		cpu, ops = cpu+s.cpu, ops+s.load.Commits+s.load.Errs()
+	}
+	if cpu > 0 && ops > 0 {
+		l.CPUPerOp = cpu / time.Duration(ops)
+	}
 	l.CommitsPerSec, l.Fairness = workload.Median(cps), workload.Median(fair)
 	l.P50, l.P99, l.Max = workload.Median(p50), workload.Median(p99), workload.Median(mx)
 	return l
@@ -313,6 +339,9 @@ func medianLine(peer workload.Peer, ss []benchSample) benchLine {
 func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, base workload.Base, exe string, peer workload.Peer, sync, path string, d time.Duration, label string) (benchSample, error) {
 	if err := workload.CreateCounter(ctx, path); err != nil {
 		return benchSample{}, err
+	}
+	if l.Short {
+		return benchShort(ctx, ui, l, base, exe, peer, sync, path, d, label)
 	}
 	specs := make([]workerSpec, l.Procs)
 	for i := range specs {
@@ -339,6 +368,44 @@ func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, base worklo
 		return s, err
 	}
 	ui.done(fmt.Sprintf("%s commits/s, %s errors, fairness %.2f", fmtInt(int64(s.load.CommitsPerSec)),
+		fmtInt(s.load.Errs()), s.load.Fairness))
+	return s, nil
+}
+
+// benchShort measures a Short load: l.Procs loops, each starting one
+// worker process after another (worker --once: open, one transaction,
+// close, exit) for d; the figures are per invocation, start to exit, and
+// the rate is over the wall time until the last process exits.
+func benchShort(ctx context.Context, ui *progressUI, l workload.Load, base workload.Base, exe string, peer workload.Peer, sync, path string, d time.Duration, label string) (benchSample, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return benchSample{}, err
+		}
+	}
+	start := func(loop int) *exec.Cmd {
+		b, _ := json.Marshal(workerSpec{Spec: workload.Spec{Index: loop, Peer: peer, Base: base, Sync: sync, Workload: "counter",
+			Goroutines: 1, Lane: "bench"}})
+		return exec.CommandContext(ctx, exe, "worker", "--once", path, "--spec", string(b))
+	}
+	ui.start(label, d)
+	began := time.Now()
+	results, wall, err := workload.RunShort(ctx, l.Procs, d, start, func(commits, errs int64) {
+		ui.tick(time.Since(began), commits, errs)
+	})
+	if err != nil {
+		ui.done("failed")
+		return benchSample{}, err
+	}
+	s := benchSample{load: workload.Summarize(results, 1, wall)}
+	for _, r := range results {
+		s.cpu += time.Duration(r.Extra["cpu_us"]) * time.Microsecond
+	}
+	if s.lost, err = workload.VerifyCounter(ctx, mattn.For(nil), path, s.load.Commits); err != nil {
+		ui.done("failed")
+		return s, err
+	}
+	ui.done(fmt.Sprintf("%.1f invocations/s, %s errors, fairness %.2f", s.load.CommitsPerSec,
 		fmtInt(s.load.Errs()), s.load.Fairness))
 	return s, nil
 }

@@ -823,6 +823,41 @@ func TestBenchSmoke(t *testing.T) {
 	checkWidth(t, "bench", b.String())
 }
 
+// TestBenchShortLoads runs the short-lived-process loads briefly (issue
+// 29): each invocation is a worker process of its own that opens the file,
+// commits once and exits; every peer's invocations commit, with no error
+// and no lost update (the log's rows match the processes that exited 0),
+// and each line says what an invocation costs in CPU.
+func TestBenchShortLoads(t *testing.T) {
+	r := cli(t, "bench", "--only", "cli1,cli8", "--duration", "300ms", "--json")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	var out []benchResult
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, r.stdout)
+	}
+	if len(out) != 2 || out[0].Workload.ID != "cli1" || out[1].Workload.ID != "cli8" {
+		t.Fatalf("bench: %+v", out)
+	}
+	for _, res := range out {
+		if !res.Workload.Short || len(res.Lines) != len(workload.BenchPeers) {
+			t.Errorf("%s: short %v, %d lines; want a short load on %d peers", res.Workload.ID, res.Workload.Short, len(res.Lines), len(workload.BenchPeers))
+		}
+		for _, l := range res.Lines {
+			if l.CommitsPerSec <= 0 || l.Errors != 0 || l.LostUpdates != 0 || l.CPUPerOp <= 0 {
+				t.Errorf("%s %s: %+v", res.Workload.ID, l.Driver, l)
+			}
+		}
+	}
+	var b bytes.Buffer
+	printBench(&b, out, 300*time.Millisecond, "NORMAL", 1)
+	if !strings.Contains(flat(b.String()), "cli8: a commit is a process") {
+		t.Errorf("the table does not say what a short load's commit is:\n%s", b.String())
+	}
+	checkWidth(t, "bench", b.String())
+}
+
 func TestFileURI(t *testing.T) {
 	// An absolute path of this OS (on Windows SQLite reads
 	// "file:C:%5Cdir%5Cx.db" as C:\dir\x.db, https://www.sqlite.org/uri.html).

@@ -53,7 +53,7 @@ type migrationOutcome struct {
 }
 
 func newWorkerCmd() *cobra.Command {
-	var spec string
+	var spec, once string
 	cmd := &cobra.Command{
 		Use:    "worker --spec JSON",
 		Short:  "internal: one worker process of demo and bench",
@@ -64,10 +64,14 @@ func newWorkerCmd() *cobra.Command {
 			if err := json.Unmarshal([]byte(spec), &s); err != nil {
 				return usagef("--spec: %v", err)
 			}
+			if once != "" {
+				return workload.Once(cmd.Context(), s.Spec, once)
+			}
 			return runWorker(cmd.Context(), s, os.Stdin, cmd.OutOrStdout())
 		}),
 	}
 	cmd.Flags().StringVar(&spec, "spec", "", "worker spec (JSON)")
+	cmd.Flags().StringVar(&once, "once", "", "run one transaction on this database and exit (a short-lived load)")
 	return cmd
 }
 

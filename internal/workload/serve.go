@@ -16,18 +16,27 @@ import (
 // migration (READY; MIGRATE → MIGRATED {"pid":N}; OPEN path), opens the
 // file on the spec's base (OpenOn) and measures (Measure, Report). It
 // returns the exit status: 0, 1 after an error (printed to stderr), 2 for
-// bad arguments.
+// bad arguments. With --once DB (a Short load) it runs Once on DB
+// instead, without the protocol.
 func ServeWorker(ctx context.Context, args []string, in io.Reader, out io.Writer) int {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	spec := fs.String("spec", "", "worker spec (JSON)")
+	once := fs.String("once", "", "run one transaction on this database and exit")
 	if len(args) == 0 || args[0] != "worker" || fs.Parse(args[1:]) != nil {
-		fmt.Fprintln(os.Stderr, "usage: worker --spec JSON")
+		fmt.Fprintln(os.Stderr, "usage: worker --spec JSON [--once DB]")
 		return 2
 	}
 	var s Spec
 	if err := json.Unmarshal([]byte(*spec), &s); err != nil {
 		fmt.Fprintln(os.Stderr, "worker: --spec:", err)
 		return 2
+	}
+	if *once != "" {
+		if err := Once(ctx, s, *once); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			return 1
+		}
+		return 0
 	}
 	if err := serve(ctx, s, NewWorker(in, out)); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)

@@ -259,34 +259,41 @@ func ShortErr(err error) string {
 }
 
 // Load is one benchmark workload: Procs processes × Goroutines writers of
-// the Counter transaction, with Work inside each.
+// the Counter transaction, with Work inside each — or, when Short, Procs
+// loops each running one short-lived process after another (Once: start,
+// open, one transaction, close, exit; RunShort).
 type Load struct {
 	ID         string        `json:"id"`         // as in benchmark names: load=ID
 	Name       string        `json:"name"`       // for people
-	Procs      int           `json:"procs"`      // worker processes
+	Procs      int           `json:"procs"`      // worker processes (Short: loops)
 	Goroutines int           `json:"goroutines"` // writers per process
 	Work       time.Duration `json:"work_ns"`    // inside each transaction
 	// Scaling marks the long loads (many processes) that run only when
 	// asked for.
 	Scaling bool `json:"scaling,omitempty"`
+	// Short makes each write a process of its own (a CLI command): the
+	// figures are per invocation, start to exit.
+	Short bool `json:"short,omitempty"`
 }
 
 // Loads are the benchmark loads of "cleolease bench" and
-// BenchmarkContention (the targets of the project's issues 8 and 15).
+// BenchmarkContention (the targets of the project's issues 8, 15 and 29).
 var Loads = []Load{
-	{"1x1", "uncontended: 1 process × 1 goroutine", 1, 1, 0, false},
-	{"1x8", "1 process × 8 goroutines, no work (a server's pool)", 1, 8, 0, false},
-	{"4x2", "4 processes × 2 goroutines, no work", 4, 2, 0, false},
-	{"8x1-1ms", "8 processes × 1 goroutine, 1 ms work in each tx", 8, 1, time.Millisecond, false},
-	{"16x1-1ms", "16 processes × 1 goroutine, 1 ms work in each tx", 16, 1, time.Millisecond, true},
-	{"32x1-1ms", "32 processes × 1 goroutine, 1 ms work in each tx", 32, 1, time.Millisecond, true},
+	{ID: "1x1", Name: "uncontended: 1 process × 1 goroutine", Procs: 1, Goroutines: 1},
+	{ID: "1x8", Name: "1 process × 8 goroutines, no work (a server's pool)", Procs: 1, Goroutines: 8},
+	{ID: "4x2", Name: "4 processes × 2 goroutines, no work", Procs: 4, Goroutines: 2},
+	{ID: "8x1-1ms", Name: "8 processes × 1 goroutine, 1 ms work in each tx", Procs: 8, Goroutines: 1, Work: time.Millisecond},
+	{ID: "cli1", Name: "short-lived processes one at a time: start, open, one tx, close, exit (a CLI)", Procs: 1, Goroutines: 1, Short: true},
+	{ID: "cli8", Name: "8 loops of short-lived processes at once (a CLI that 8 agents run)", Procs: 8, Goroutines: 1, Short: true},
+	{ID: "16x1-1ms", Name: "16 processes × 1 goroutine, 1 ms work in each tx", Procs: 16, Goroutines: 1, Work: time.Millisecond, Scaling: true},
+	{ID: "32x1-1ms", Name: "32 processes × 1 goroutine, 1 ms work in each tx", Procs: 32, Goroutines: 1, Work: time.Millisecond, Scaling: true},
 }
 
 // Peers are the peers the load is measured on, in the order they run:
 // BenchPeers, with Pool1 before Cleolease where one process writes (the
 // peer that setting is for).
 func (l Load) Peers() []Peer {
-	if l.Procs != 1 {
+	if l.Procs != 1 || l.Short {
 		return BenchPeers
 	}
 	ps := make([]Peer, 0, len(BenchPeers)+1)
