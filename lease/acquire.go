@@ -49,6 +49,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		root.l.mu.Unlock()
 		return &Hold{l: root.l, g: root.g, root: root}, nil
 	}
+	e.listenLate()
 	if err := e.checkFile(false); err != nil {
 		return nil, err
 	}

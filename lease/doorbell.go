@@ -44,8 +44,12 @@ import (
 // transport (the build tag cleolease_pollwake) they poll with a
 // capped back-off (pollWakeMin to fallbackPoll).
 type doorbell struct {
-	bell      platform.Bell      // nil: no transport
-	watch     platform.FileWatch // nil: no file watch
+	// parts are the socket and the file watch once listen made them (nil
+	// before; see bellParts).
+	parts     atomic.Pointer[bellParts]
+	listening func() *bellParts // makes them (newDoorbell); nil once run
+	listenMu  sync.Mutex        // orders listen and close
+	closed    bool              // close ran (under listenMu): listen makes nothing
 	watchExit func(pid int64, exited func()) (stop func(), err error)
 
 	mu sync.Mutex
@@ -86,26 +90,63 @@ type registration struct {
 	Forwarded                    bool  `json:",omitempty"` // passed on once by a process that had handed the lane on
 }
 
-// newDoorbell listens for this engine's datagrams and watches the files,
-// where the platform allows; with no liveness locks (locks nil) it does
+// bellParts are a doorbell's socket and file watch, either nil where the
+// platform (or the build) has none.
+type bellParts struct {
+	bell  platform.Bell      // nil: no transport
+	watch platform.FileWatch // nil: no file watch
+}
+
+// none is the parts of a doorbell that does not listen (yet).
+var none = &bellParts{}
+
+// p returns the doorbell's parts (none before listen).
+func (b *doorbell) p() *bellParts {
+	if p := b.parts.Load(); p != nil {
+		return p
+	}
+	return none
+}
+
+// newDoorbell returns this engine's doorbell, not yet listening: listen
+// makes it listen for the engine's datagrams and watch the files, where
+// the platform allows; with no liveness locks (locks nil) it does
 // neither, and waiters poll. sideBase names the liveness files
 // (sidecarBase), dbPath the database.
 func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID string, file platform.FileID, onWait func(registration, bool), onGrant, onLook func(scope, lane string), onQuery func(reply, scope, lane string)) *doorbell {
 	b := &doorbell{ch: make(chan struct{}), done: make(chan struct{}), watchExit: seams.watchExit, onWait: onWait, onGrant: onGrant, onLook: onLook, onQuery: onQuery}
-	if locks == nil {
-		return b
-	}
-	if bell, err := seams.listenBell(sideBase, holderID, file); err == nil {
-		b.bell = bell
-		b.wg.Add(1)
-		go b.recv()
-	}
-	if p := locks.WatchPath(); p != "" {
-		if w, err := seams.watchFiles(p, dbPath, b.wake); err == nil {
-			b.watch = w
+	b.listening = func() *bellParts {
+		p := &bellParts{}
+		if locks == nil {
+			return p
 		}
+		if bell, err := seams.listenBell(sideBase, holderID, file); err == nil {
+			p.bell = bell
+		}
+		if wp := locks.WatchPath(); wp != "" {
+			if w, err := seams.watchFiles(wp, dbPath, b.wake); err == nil {
+				p.watch = w
+			}
+		}
+		return p
 	}
 	return b
+}
+
+// listen makes the doorbell listen and watch (once; nothing after close).
+func (b *doorbell) listen() {
+	b.listenMu.Lock()
+	defer b.listenMu.Unlock()
+	if b.closed || b.listening == nil {
+		return
+	}
+	p := b.listening()
+	b.listening = nil
+	b.parts.Store(p)
+	if p.bell != nil {
+		b.wg.Add(1)
+		go b.recv(p.bell)
+	}
 }
 
 // recv dispatches the datagrams the bell receives (the platform has
@@ -115,12 +156,12 @@ func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID
 // back-off (recvRetryMin to recvRetryMax): a receiving goroutine that
 // ended would leave this process deaf to grants and registrations until
 // it closes, its waiters and holders reduced to their polls.
-func (b *doorbell) recv() {
+func (b *doorbell) recv(bell platform.Bell) {
 	defer b.wg.Done()
 	buf := make([]byte, 1<<16)
 	bo := backoff{min: recvRetryMin, max: recvRetryMax}
 	for {
-		n, err := b.bell.Recv(buf)
+		n, err := bell.Recv(buf)
 		if err == nil {
 			bo.reset()
 			b.dispatch(buf[:n])
@@ -231,10 +272,11 @@ type grantMsg struct {
 
 // maxDatagram is the largest datagram the transport carries.
 func (b *doorbell) maxDatagram() int {
-	if b.bell == nil {
+	bell := b.p().bell
+	if bell == nil {
 		return 0
 	}
-	return min(b.bell.MaxDatagram(), maxWireDatagram)
+	return min(bell.MaxDatagram(), maxWireDatagram)
 }
 
 // ringGrant tells holder id's engine that (scope, lane) was handed to it,
@@ -323,27 +365,28 @@ func (b *doorbell) send(id string, msg []byte) bool { return b.sendErr(id, msg) 
 
 // sendErr is send returning the error (platform.ErrFull for a full queue).
 func (b *doorbell) sendErr(id string, msg []byte) error {
-	if b.bell == nil || id == "" {
+	bell := b.p().bell
+	if bell == nil || id == "" {
 		return errNoDoorbell
 	}
-	return b.bell.Send(id, msg)
+	return bell.Send(id, msg)
 }
 
 var errNoDoorbell = errors.New("no doorbell")
 
 // watched reports whether targeted rings reach this process.
-func (b *doorbell) watched() bool { return b.bell != nil }
+func (b *doorbell) watched() bool { return b.p().bell != nil }
 
 // exitsWatched reports whether the file watch reports other processes'
 // exits (closes of the sidecar) to this process.
-func (b *doorbell) exitsWatched() bool { return b.watch != nil }
+func (b *doorbell) exitsWatched() bool { return b.p().watch != nil }
 
 // closes counts the exits reported so far: closes of the sidecar, and
 // exits of watched holders.
 func (b *doorbell) closes() int64 {
 	n := b.exits.Load()
-	if b.watch != nil {
-		n += b.watch.Closes()
+	if w := b.p().watch; w != nil {
+		n += w.Closes()
 	}
 	return n
 }
@@ -351,7 +394,7 @@ func (b *doorbell) closes() int64 {
 // watchExit rings when process pid exits, until stop is called; nil when
 // the platform cannot tell, or the file watch already reports exits.
 func (b *doorbell) exitWatch(pid int64) (stop func()) {
-	if b.watch != nil || pid <= 0 || b.watchExit == nil {
+	if b.p().watch != nil || pid <= 0 || b.watchExit == nil {
 		return nil
 	}
 	stop, err := b.watchExit(pid, func() {
@@ -366,11 +409,11 @@ func (b *doorbell) exitWatch(pid int64) (stop func()) {
 
 // dbWatched reports whether the file watch reports changes of the
 // database file, and dbChanged whether it reported one since clearDB.
-func (b *doorbell) dbWatched() bool { return b.watch != nil && b.watch.DBWatched() }
-func (b *doorbell) dbChanged() bool { return b.watch != nil && b.watch.DBChanged() }
+func (b *doorbell) dbWatched() bool { w := b.p().watch; return w != nil && w.DBWatched() }
+func (b *doorbell) dbChanged() bool { w := b.p().watch; return w != nil && w.DBChanged() }
 func (b *doorbell) clearDB() {
-	if b.watch != nil {
-		b.watch.ClearDB()
+	if w := b.p().watch; w != nil {
+		w.ClearDB()
 	}
 }
 
@@ -382,11 +425,15 @@ func (b *doorbell) close() {
 			close(b.done)
 		}
 	})
-	if b.bell != nil {
-		b.bell.Close()
+	b.listenMu.Lock()
+	b.closed = true
+	b.listenMu.Unlock()
+	p := b.p()
+	if p.bell != nil {
+		p.bell.Close()
 	}
-	if b.watch != nil {
-		b.watch.Close()
+	if p.watch != nil {
+		p.watch.Close()
 	}
 	b.wg.Wait()
 }

@@ -157,6 +157,12 @@ type Engine struct {
 	hbCtx  context.Context
 	hbStop context.CancelFunc
 	wg     sync.WaitGroup
+	// listening: the doorbell listens and the heartbeat goroutine runs
+	// (listen.go); listenMu orders its start; lateStats counts the
+	// unwatched identity checks before it (statUnwatched).
+	listening atomic.Bool
+	listenMu  sync.Mutex
+	lateStats atomic.Int32
 
 	// hook injects faults in tests: consulted by fault before each named
 	// lease statement (see immediateOp); nil in production.
@@ -290,8 +296,9 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 			e.hbStop()
 			return nil, err
 		}
-		e.wg.Add(1)
-		go e.heartbeatLoop()
+		if !opts.TablesReady {
+			e.listen(false)
+		}
 		// Rows that name this process in a file it just opened are not its
 		// grants (stale.go). Briefly: Open holds the registry, and a row
 		// left for now is taken over by its claim (handedToUs) or swept
@@ -361,9 +368,6 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registration, e.grantArrived, e.lookArrived, e.answerQuery)
-	if sw := e.sidecarWatch(); sw != nil && e.proof != nil && e.proof.path != "" {
-		sw.Follow(e.proof.path) // its removal: followNonce
-	}
 	e.conn = &leaseConnector{dsn: e.opts.DSN, base: e.opts.Base}
 	e.db = sql.OpenDB(e.conn)
 	e.db.SetMaxOpenConns(1)
@@ -462,6 +466,7 @@ func (e *Engine) checkFile(always bool) error {
 	if !always && e.bell != nil && e.bell.dbWatched() && !e.bell.dbChanged() {
 		return nil
 	}
+	e.statUnwatched()
 	var gen int64
 	var open bool
 	if pinsPath && e.conn != nil {

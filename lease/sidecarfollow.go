@@ -58,10 +58,10 @@ func (e *Engine) sidecarGone() <-chan struct{} {
 
 // sidecarWatch is the file watch, when it reports the sidecar's removal.
 func (e *Engine) sidecarWatch() platform.SidecarWatch {
-	if e.bell == nil || e.bell.watch == nil {
+	if e.bell == nil {
 		return nil
 	}
-	sw, _ := e.bell.watch.(platform.SidecarWatch)
+	sw, _ := e.bell.p().watch.(platform.SidecarWatch)
 	return sw
 }
 

@@ -254,6 +254,7 @@ func (e *Engine) breakLane(ctx context.Context, scope, lane string, epoch int64,
 	if e.opts.MemoryOnly {
 		return nil, e.errf("break", scope, lane, ErrUnavailable, "in-memory databases have no lease rows")
 	}
+	e.listenLate() // it may ring a waiter
 	var out *HolderStatus
 	var ring string
 	err := e.immediateOp(ctx, "break", func(ctx context.Context, c *sql.Conn) error {
