@@ -102,8 +102,10 @@ type Options struct {
 	// neither reads them nor opens the engine's connection: that
 	// connection opens at the engine's first use of it (its first claim,
 	// Status, Break), and the sweep of rows naming this process that Open
-	// would run runs at the first Acquire instead. A process that only
-	// reads pays only for the liveness lock and the doorbell.
+	// would run runs at the first Acquire instead; the doorbell, the file
+	// watch and the heartbeat goroutine start at the engine's first lease
+	// use too (listen.go). A process that only reads pays only for the
+	// liveness lock.
 	TablesReady bool
 }
 
