@@ -4,10 +4,12 @@ package cleolease_test
 
 import (
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
 
@@ -69,7 +71,59 @@ func TestReadingOpensOneConnection(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO t VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	if got := openFiles(t, path); got != 2 {
-		t.Errorf("after a write the process has the database open %d times; want 2 (its connection and the lease engine's)", got)
+	if got := openFiles(t, path); got != 1 {
+		t.Errorf("after a write the process has the database open %d times; want 1 (its connection, lent to the lease engine for the claim)", got)
+	}
+}
+
+// TestWritingOnceNeverOpensTheEnginesConnection: a process that opens the
+// file, writes once and closes — a CLI command — runs the lease's claim
+// and its release on its own connection (lent to the engine), so it never
+// has the database open twice; the row it kept between writes is released
+// by Close, and the sidecar removed.
+func TestWritingOnceNeverOpensTheEnginesConnection(t *testing.T) {
+	path := filepath.Join(testdir.New(t), "once.db")
+	if resolved, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		path = filepath.Join(resolved, filepath.Base(path))
+	}
+	dsn := "file:" + path + "?_journal_mode=WAL&_lease_linger=1h"
+	db, err := sql.Open("cleolease", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE t(a INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = sql.Open("cleolease", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	if got := openFiles(t, path); got != 1 {
+		t.Errorf("inside the first transaction the process has the database open %d times; want 1", got)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	dtWantHolder(t, path, cleolease.DefaultScope, cleolease.DefaultLane) // kept between writes (_lease_linger=1h)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := openFiles(t, path); got != 0 {
+		t.Errorf("after Close the process has the database open %d times", got)
+	}
+	dtWantNoHolder(t, path)
+	if _, err := os.Stat(path + "-cleolease"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("sidecar after Close: %v; want it removed", err)
 	}
 }

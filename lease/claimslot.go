@@ -12,10 +12,11 @@ type claimSlot struct {
 	granting bool   // the claim ended with a grant the lane has not recorded yet (setRow)
 	incoming bool   // a grant datagram for it arrived
 	waitedOn string // the holder the last claim found keeping the lane, for errors
+	begun    int64  // claims begun so far
 }
 
 // beginLocked records a claim starting.
-func (s *claimSlot) beginLocked() { s.running = true }
+func (s *claimSlot) beginLocked() { s.running = true; s.begun++ }
 
 // endLocked records the claim ending, granted or not. A grant datagram
 // that reached a claim which got no grant is forgotten, unless the lane

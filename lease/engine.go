@@ -675,11 +675,11 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	if err := e.checkFile(false); err != nil {
 		return err
 	}
-	c, err := e.db.Conn(ctx)
+	c, done, err := e.opConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	bg := context.WithoutCancel(ctx)
 	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
 		return err
