@@ -152,10 +152,10 @@ func (l *laneState) shutdown() {
 	}
 	l.mu.Lock()
 	claiming, settling := l.claimSlot.busyLocked(), l.settler.running
-	settled := l.settledAt == l.claimSlot.begun && l.held.row == nil
+	settled := l.held.row == nil && (l.settledAt == l.claimSlot.begun || l.claimSlot.nothingLateLocked(l.e.locks != nil))
 	l.mu.Unlock()
 	if settled {
-		return // releaseIdle settled it, and no claim has begun since
+		return // releaseIdle settled it and no claim has begun since, or no claim ever quit
 	}
 	if claiming || settling {
 		// A claim still waits (its caller's Acquire), or has its grant:

@@ -45,9 +45,9 @@ func (l *laneState) releaseIdle(ctx context.Context) {
 	}
 	l.mu.Lock()
 	claiming, settling := l.claimSlot.busyLocked(), l.settler.running
-	begun := l.claimSlot.begun
+	begun, late := l.claimSlot.begun, !l.claimSlot.nothingLateLocked(l.e.locks != nil)
 	l.mu.Unlock()
-	if !closing && !claiming && !settling {
+	if late && !closing && !claiming && !settling {
 		l.releaseLateOn(ctx, "released as the last connection closed")
 		l.mu.Lock()
 		if l.held.row == nil {
