@@ -30,17 +30,17 @@ func openFiles(t *testing.T, path string) int {
 	return n
 }
 
-// TestReadingOpensOneConnection: on a file whose lease tables exist, a
-// process that only reads opens the database once — its own connection;
-// the lease engine's connection opens at its first write — while the
-// liveness lock (the sidecar) is taken at the first connect, before any
-// row can name the process.
-func TestReadingOpensOneConnection(t *testing.T) {
-	path := filepath.Join(testdir.New(t), "reads.db")
+// tableMade makes a database (its directory's symbolic links resolved,
+// as /proc/self/fd names it) with table t, through cleolease with the DSN
+// "file:" + path + query, which it returns, closed: a new process's file
+// whose lease tables exist.
+func tableMade(t *testing.T, query string) (path, dsn string) {
+	t.Helper()
+	path = filepath.Join(testdir.New(t), "app.db")
 	if resolved, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
 		path = filepath.Join(resolved, filepath.Base(path))
 	}
-	dsn := "file:" + path + "?_journal_mode=WAL"
+	dsn = "file:" + path + query
 	db, err := sql.Open("cleolease", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +51,17 @@ func TestReadingOpensOneConnection(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return path, dsn
+}
 
-	db, err = sql.Open("cleolease", dsn)
+// TestReadingOpensOneConnection: on a file whose lease tables exist, a
+// process that only reads opens the database once — its own connection;
+// the lease engine opens none of its own — while the
+// liveness lock (the sidecar) is taken at the first connect, before any
+// row can name the process.
+func TestReadingOpensOneConnection(t *testing.T) {
+	path, dsn := tableMade(t, "?_journal_mode=WAL")
+	db, err := sql.Open("cleolease", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,23 +91,8 @@ func TestReadingOpensOneConnection(t *testing.T) {
 // has the database open twice; the row it kept between writes is released
 // by Close, and the sidecar removed.
 func TestWritingOnceNeverOpensTheEnginesConnection(t *testing.T) {
-	path := filepath.Join(testdir.New(t), "once.db")
-	if resolved, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
-		path = filepath.Join(resolved, filepath.Base(path))
-	}
-	dsn := "file:" + path + "?_journal_mode=WAL&_lease_linger=1h"
+	path, dsn := tableMade(t, "?_journal_mode=WAL&_lease_linger=1h")
 	db, err := sql.Open("cleolease", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE t(a INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = sql.Open("cleolease", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
