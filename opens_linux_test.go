@@ -4,12 +4,10 @@ package cleolease_test
 
 import (
 	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
 
@@ -30,17 +28,17 @@ func openFiles(t *testing.T, path string) int {
 	return n
 }
 
-// tableMade makes a database (its directory's symbolic links resolved,
-// as /proc/self/fd names it) with table t, through cleolease with the DSN
-// "file:" + path + query, which it returns, closed: a new process's file
-// whose lease tables exist.
-func tableMade(t *testing.T, query string) (path, dsn string) {
-	t.Helper()
-	path = filepath.Join(testdir.New(t), "app.db")
+// TestReadingOpensOneConnection: on a file whose lease tables exist, a
+// process that only reads opens the database once — its own connection;
+// the lease engine's connection opens at its first write — while the
+// liveness lock (the sidecar) is taken at the first connect, before any
+// row can name the process.
+func TestReadingOpensOneConnection(t *testing.T) {
+	path := filepath.Join(testdir.New(t), "reads.db")
 	if resolved, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
 		path = filepath.Join(resolved, filepath.Base(path))
 	}
-	dsn = "file:" + path + query
+	dsn := "file:" + path + "?_journal_mode=WAL"
 	db, err := sql.Open("cleolease", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -51,17 +49,8 @@ func tableMade(t *testing.T, query string) (path, dsn string) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return path, dsn
-}
 
-// TestReadingOpensOneConnection: on a file whose lease tables exist, a
-// process that only reads opens the database once — its own connection;
-// the lease engine opens none of its own — while the
-// liveness lock (the sidecar) is taken at the first connect, before any
-// row can name the process.
-func TestReadingOpensOneConnection(t *testing.T) {
-	path, dsn := tableMade(t, "?_journal_mode=WAL")
-	db, err := sql.Open("cleolease", dsn)
+	db, err = sql.Open("cleolease", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,44 +69,7 @@ func TestReadingOpensOneConnection(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO t VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	if got := openFiles(t, path); got != 1 {
-		t.Errorf("after a write the process has the database open %d times; want 1 (its connection, lent to the lease engine for the claim)", got)
-	}
-}
-
-// TestWritingOnceNeverOpensTheEnginesConnection: a process that opens the
-// file, writes once and closes — a CLI command — runs the lease's claim
-// and its release on its own connection (lent to the engine), so it never
-// has the database open twice; the row it kept between writes is released
-// by Close, and the sidecar removed.
-func TestWritingOnceNeverOpensTheEnginesConnection(t *testing.T) {
-	path, dsn := tableMade(t, "?_journal_mode=WAL&_lease_linger=1h")
-	db, err := sql.Open("cleolease", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(`INSERT INTO t VALUES (1)`); err != nil {
-		t.Fatal(err)
-	}
-	if got := openFiles(t, path); got != 1 {
-		t.Errorf("inside the first transaction the process has the database open %d times; want 1", got)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	dtWantHolder(t, path, cleolease.DefaultScope, cleolease.DefaultLane) // kept between writes (_lease_linger=1h)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := openFiles(t, path); got != 0 {
-		t.Errorf("after Close the process has the database open %d times", got)
-	}
-	dtWantNoHolder(t, path)
-	if _, err := os.Stat(path + "-cleolease"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("sidecar after Close: %v; want it removed", err)
+	if got := openFiles(t, path); got != 2 {
+		t.Errorf("after a write the process has the database open %d times; want 2 (its connection and the lease engine's)", got)
 	}
 }

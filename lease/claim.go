@@ -176,12 +176,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	l := c.l
 	_ = l.e.fault("ring-holder") // lets a test count the reads; nothing to inject
 	ctx = context.WithoutCancel(ctx)
-	conn, done, err := l.e.opConn(ctx)
-	if err != nil {
-		return false // (as unreadable)
-	}
-	r, err := readActive(ctx, conn, l.scope, l.lane)
-	done()
+	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
 	if err != nil {
 		return false // unreadable: the claim transaction decides
 	}

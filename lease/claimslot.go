@@ -12,12 +12,10 @@ type claimSlot struct {
 	granting bool   // the claim ended with a grant the lane has not recorded yet (setRow)
 	incoming bool   // a grant datagram for it arrived
 	waitedOn string // the holder the last claim found keeping the lane, for errors
-	begun    int64  // claims begun so far
-	quit     int64  // claims ended without a grant so far
 }
 
 // beginLocked records a claim starting.
-func (s *claimSlot) beginLocked() { s.running = true; s.begun++ }
+func (s *claimSlot) beginLocked() { s.running = true }
 
 // endLocked records the claim ending, granted or not. A grant datagram
 // that reached a claim which got no grant is forgotten, unless the lane
@@ -26,19 +24,10 @@ func (s *claimSlot) beginLocked() { s.running = true; s.begun++ }
 func (s *claimSlot) endLocked(granted, settling bool) {
 	s.running = false
 	s.granting = granted
-	if !granted {
-		s.quit++
-	}
 	if !granted && !settling {
 		s.incoming = false
 	}
 }
-
-// nothingLateLocked reports whether the lane has nothing for a final settle
-// (releaseLate) to find: no claim has ended without a grant, and (wants
-// true) the waiters' want bytes exist, which every hand-off tests, so no
-// grant can name this process but a claim's.
-func (s *claimSlot) nothingLateLocked(wants bool) bool { return wants && s.quit == 0 }
 
 // busyLocked reports whether a claim runs, or has ended with a grant that
 // is not recorded as the row held yet: the lane's row is the claim's

@@ -36,12 +36,6 @@ const confirmSQL = `SELECT id, epoch FROM main._writer_leases
 // claim goes on waiting). err is BEGIN's error (nothing is open then).
 func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error) {
 	l := c.l
-	if ln := loanFrom(ctx); ln != nil {
-		// The caller's transaction begins on the lent connection: the
-		// loan ends first, with the connection's own busy timeout back
-		// (loan.go; the caller sees a failed restore from Return).
-		ln.Return()
-	}
 	if err := cf.BeginImmediate(ctx); err != nil {
 		return nil, err
 	}

@@ -294,12 +294,6 @@ package lease
 // sidecarproof.go (every process keeps them in one place, proven
 // through the database) and locking.go (each process's kind of SQLite
 // file lock announced on them; kinds that cannot coexist refused at Open).
-// private_conn.go is the engine's own connection; loan.go (Loan) the
-// application's connection lent to it until that one opens, and
-// releaseidle.go (ReleaseIdle) the release on the application's last
-// connection; listen.go starts the doorbell, the file watch and the
-// heartbeat late, at the first lease use, on a file whose tables are
-// complete.
 //
 // A lane (laneState, lane.go) and its parts, one type and job each:
 //   - gate.go: gate, the in-process gate (sync.Mutex's normal and

@@ -675,11 +675,11 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	if err := e.checkFile(false); err != nil {
 		return err
 	}
-	c, done, err := e.opConn(ctx)
+	c, err := e.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer c.Close()
 	bg := context.WithoutCancel(ctx)
 	if _, err := c.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
 		return err

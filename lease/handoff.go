@@ -61,12 +61,6 @@ func (l *laneState) waits(h holder, fromRow bool) bool {
 // engine is closing: then the linger watcher may be handing g off too, and
 // the second call returns at once).
 func (l *laneState) handOff(g *grant, why string) {
-	l.handOffOn(context.Background(), g, why)
-}
-
-// handOffOn is handOff with the values of parent (its Loan: loan.go), not
-// its deadline or cancellation.
-func (l *laneState) handOffOn(parent context.Context, g *grant, why string) {
 	if !g.handing.CompareAndSwap(false, true) {
 		// Another hand-off of g runs (see grant.handing). The fault hook
 		// only lets a test see the skip; there is nothing to inject.
@@ -74,7 +68,7 @@ func (l *laneState) handOffOn(parent context.Context, g *grant, why string) {
 		return
 	}
 	defer g.handing.Store(false)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var rang string
 	var gone []string

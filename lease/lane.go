@@ -46,13 +46,10 @@ type laneState struct {
 	inbox     inbox         // other processes' waiters' registrations (inbox.go)
 	epochs    epochMemory   // the lane's epochs seen (epochs.go; atomic)
 	waiting   atomic.Int64  // Acquire calls of this process waiting for the lane (observe.go)
-	// settledAt is claimSlot.begun when releaseIdle last settled the lane
-	// (-1: never): until a claim begins, Close has nothing to settle.
-	settledAt int64
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {
-	l := &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), watcher: newLingerWatcher(), settledAt: -1}
+	l := &laneState{e: e, scope: scope, lane: lane, want: wantBase(scope, lane), watcher: newLingerWatcher()}
 	l.held.turn.grace = returnGrace
 	l.gate.fifo = e.opts.Slice <= 0 // strict FIFO, as asked
 	return l
@@ -152,11 +149,7 @@ func (l *laneState) shutdown() {
 	}
 	l.mu.Lock()
 	claiming, settling := l.claimSlot.busyLocked(), l.settler.running
-	settled := l.held.row == nil && (l.settledAt == l.claimSlot.begun || l.claimSlot.nothingLateLocked(l.e.locks != nil))
 	l.mu.Unlock()
-	if settled {
-		return // releaseIdle settled it and no claim has begun since, or no claim ever quit
-	}
 	if claiming || settling {
 		// A claim still waits (its caller's Acquire), or has its grant:
 		// its own exit leaves the queue and releases its want byte, and

@@ -410,14 +410,11 @@ func (l *laneState) adopt(r *row) {
 // watcher will run any more: it leaves the queue under SQLite's write lock
 // (leaveQueue: after the want byte was released, so no grant can follow)
 // and hands on, or releases, a grant it finds there (why says so).
-func (l *laneState) releaseLate(why string) { l.releaseLateOn(context.Background(), why) }
-
-// releaseLateOn is releaseLate with the values of ctx (its Loan).
-func (l *laneState) releaseLateOn(ctx context.Context, why string) {
-	g, err := l.leaveQueue(ctx, l.newEpoch)
+func (l *laneState) releaseLate(why string) {
+	g, err := l.leaveQueue(context.Background(), l.newEpoch)
 	if err == nil && g != nil {
 		l.epochs.note(g.epoch)
-		l.handOffOn(ctx, g, why)
+		l.handOff(g, why)
 	}
 }
 

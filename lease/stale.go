@@ -100,13 +100,8 @@ func (e *Engine) sweepStale(ctx context.Context) {
 	if e.checkFile(false) != nil {
 		return // never a read of a file renamed over or deleted (see tryImmediate)
 	}
-	c, done, err := e.opConn(ctx)
+	rows, err := e.db.QueryContext(ctx, `SELECT scope, lane FROM main._writer_leases WHERE holder_id = ? AND active = 1`, e.holderID)
 	if err != nil {
-		return
-	}
-	rows, err := c.QueryContext(ctx, `SELECT scope, lane FROM main._writer_leases WHERE holder_id = ? AND active = 1`, e.holderID)
-	if err != nil {
-		done()
 		return // (no table yet, busy, a file that refuses reads: nothing to do now)
 	}
 	var unknown []laneKey
@@ -122,7 +117,6 @@ func (e *Engine) sweepStale(ctx context.Context) {
 		unknown = append(unknown, k)
 	}
 	rows.Close()
-	done()
 	if len(unknown) == 0 {
 		return
 	}

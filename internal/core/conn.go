@@ -30,7 +30,6 @@ type leaseConn struct {
 	fence       map[string]driver.Stmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
-	counted     bool          // counted in Connector.open (Connect returned it)
 }
 
 // route decides how a statement string runs on this connection: directly
@@ -251,28 +250,6 @@ func (lc *leaseConn) Close() error {
 	for _, st := range lc.fence {
 		st.Close()
 	}
-	if lc.counted && lc.c.open.Add(-1) == 0 {
-		lc.releaseIdle()
-	}
 	lc.closed = true
 	return lc.Conn.Close()
-}
-
-// releaseIdle hands the engine this connection, the connector's last open
-// one, to release the rows the process keeps between writes
-// (lease.Engine.ReleaseIdle) before it closes: a pool that closes leaves
-// the engine's Close nothing to write, so a process that wrote once never
-// opens the engine's own connection. Only where a write could lend it
-// (acquireOnThis).
-func (lc *leaseConn) releaseIdle() {
-	if !lc.leased() || !lc.c.passInCommit() || !lc.autoCommit() {
-		return
-	}
-	e := lc.c.Engine()
-	if e == nil {
-		return
-	}
-	ctx, loan := lease.Lend(context.Background(), lc.Conn)
-	e.ReleaseIdle(ctx)
-	loan.Return() // (the connection closes next)
 }

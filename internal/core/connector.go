@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ngrok/sqlmw"
 
@@ -38,10 +37,6 @@ type Connector struct {
 	dialect  sqlbase.Dialect
 	mw       driver.Connector // sqlmw's connector over the inner driver
 	log      *slog.Logger     // where its records go (newLogger); never nil
-
-	// open counts the leased connections Connect returned that are not
-	// closed yet (leaseConn.Close).
-	open atomic.Int64
 
 	mu        sync.Mutex
 	engine    *lease.Engine
@@ -166,8 +161,6 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, err
 	}
-	slot.lc.counted = true
-	c.open.Add(1)
 	return &OuterConn{mw: conn, inner: slot.lc}, nil
 }
 

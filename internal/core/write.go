@@ -48,7 +48,7 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 		confirm = confirmConn{lc}
 	}
 	for attempt := 0; ; attempt++ {
-		h, err := lc.acquireOnThis(ctx, confirm)
+		h, err := lc.c.acquire(ctx, confirm)
 		if err != nil {
 			return leasedWrite{}, err
 		}
@@ -75,30 +75,6 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 		w.fence = f
 		return w, nil
 	}
-}
-
-// acquireOnThis is Connector.acquire with this connection lent to the
-// engine for the wait (lease.Lend), when nothing the application
-// registered watches it (passInCommit) and it has no transaction open:
-// until the engine's own connection opens, its statements run here. A
-// connection whose busy timeout could not be put back afterwards is
-// reported bad (driver.ErrBadConn: database/sql discards it), with
-// nothing held or begun.
-func (lc *leaseConn) acquireOnThis(ctx context.Context, confirm lease.Confirmer) (*lease.Hold, error) {
-	if !lc.c.passInCommit() || !lc.autoCommit() {
-		return lc.c.acquire(ctx, confirm)
-	}
-	lctx, loan := lease.Lend(ctx, lc.Conn)
-	h, err := lc.c.acquire(lctx, confirm)
-	if rerr := loan.Return(); rerr != nil {
-		if h != nil && h.Begun() {
-			lc.rollback()
-		}
-		releaseHold(h)
-		lc.c.log.WarnContext(context.WithoutCancel(ctx), "cleolease: connection discarded", "err", rerr)
-		return nil, driver.ErrBadConn
-	}
-	return h, err
 }
 
 // maxRetakes bounds how many times one write takes the lease again after
