@@ -21,8 +21,11 @@ const lateStatsBeforeListen = 16
 
 // listen starts the doorbell, its file watch and the heartbeat goroutine
 // (once; nothing after Close). late is true when Open left them to the
-// first use (Options.TablesReady): the liveness files are then looked at
-// first (followSidecar), since they may have moved unwatched since Open.
+// first use (Options.TablesReady): the heartbeat goroutine is then asked
+// to look at the liveness files at once (kickFollow), since they may have
+// moved unwatched since Open. Not here: followSidecar may record a new
+// nonce, a statement whose identity check (statUnwatched) would call
+// listen again under listenMu.
 func (e *Engine) listen(late bool) {
 	if e.listening.Load() || e.bell == nil {
 		return
@@ -45,11 +48,11 @@ func (e *Engine) listen(late bool) {
 	if sw := e.sidecarWatch(); sw != nil && e.proof != nil && e.proof.path != "" {
 		sw.Follow(e.proof.path) // its removal: followNonce
 	}
-	if late {
-		e.followSidecar() // before the heartbeat goroutine: one at a time
-	}
-	go e.heartbeatLoop()
 	e.listening.Store(true)
+	go e.heartbeatLoop()
+	if late {
+		e.kickFollow()
+	}
 }
 
 // listenLate is listen for an engine that Open left unlistening.

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 // openLate opens an engine of path the way the driver does on a file whose
@@ -97,4 +102,58 @@ func TestCloseBeforeListeningStartsNothing(t *testing.T) {
 	if e.listening.Load() || e.bell.p() != none {
 		t.Fatal("listening after Close")
 	}
+}
+
+// TestLateListenAfterTheNonceWasRemoved: where no file watch exists (the
+// portable tier, other systems) a late start that finds the sidecar
+// directory's nonce file gone records a new one — a lease statement,
+// whose identity check counts as unwatched too. The check that starts
+// listening returns (it used to wait for itself, for ever), and the
+// reader's later checks run as before.
+func TestLateListenAfterTheNonceWasRemoved(t *testing.T) {
+	dir := testdir.New(t)
+	side := filepath.Join(dir, "side")
+	if err := os.Mkdir(side, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := newDB(t)
+	o := Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: 50 * time.Millisecond, SidecarDir: side}
+	first, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // the tables
+	o.TablesReady = true
+	seams := realSeams()
+	seams.shared = false
+	seams.watchFiles = func(string, string, func()) (platform.FileWatch, error) { return nil, platform.ErrUnsupported }
+	e, err := openWith(context.Background(), o, seams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.proof == nil || e.proof.path == "" {
+		t.Fatal("no nonce file in the sidecar directory")
+	}
+	for i := 1; i < lateStatsBeforeListen; i++ {
+		if err := e.FileChanged(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(e.proof.path); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := e.FileChanged(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !e.listening.Load() {
+		t.Fatal("not listening after the 16th unwatched check")
+	}
+	h, err := e.Acquire(context.Background(), "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
 }
