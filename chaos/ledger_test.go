@@ -157,7 +157,13 @@ type proc struct {
 	stopped *exec.Cmd // the incarnation currently SIGSTOPped, if any
 	stop    *stopRec  // its stop, ended at SIGCONT or SIGKILL
 	starts  int
-	holder  string // the current incarnation's holder id, once it printed it
+
+	// holderMu guards holder and holderCmd, apart from mu: kill holds mu
+	// while cmd.Wait waits for the stdout copy, whose ackCounter.Write
+	// records the holder id (under mu, the two waited for each other).
+	holderMu  sync.Mutex
+	holderCmd *exec.Cmd // the incarnation holder belongs to
+	holder    string    // its holder id, once it printed it
 
 	acks     atomic.Int64 // acknowledgements seen on stdout, all incarnations
 	progress chan struct{}
@@ -173,8 +179,8 @@ func (p *proc) pid() int {
 // holderID is the current incarnation's holder id ("" until it printed
 // it).
 func (p *proc) holderID() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.holderMu.Lock()
+	defer p.holderMu.Unlock()
 	return p.holder
 }
 
@@ -202,11 +208,11 @@ func (a *ackCounter) Write(b []byte) (int, error) {
 			}
 		}
 		if id, ok := strings.CutPrefix(line, "H "); ok {
-			a.p.mu.Lock()
-			if a.p.cmd == a.cmd {
+			a.p.holderMu.Lock()
+			if a.p.holderCmd == a.cmd {
 				a.p.holder = id
 			}
-			a.p.mu.Unlock()
+			a.p.holderMu.Unlock()
 		}
 		a.part = a.part[i+1:]
 	}
@@ -239,10 +245,13 @@ func (p *proc) start() error {
 	if err != nil {
 		return err
 	}
+	p.holderMu.Lock()
+	p.holderCmd, p.holder = cmd, "" // (before its stdout can say it)
+	p.holderMu.Unlock()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.cmd, p.stdin, p.holder = cmd, in, ""
+	p.cmd, p.stdin = cmd, in
 	return nil
 }
 
