@@ -117,7 +117,16 @@ func dtActiveLeases(t *testing.T, path string) []dtLeaseRow {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT scope, lane, holder_pid FROM _writer_leases WHERE active = 1 ORDER BY scope, lane`)
+	return dtLeaseRows(t, db)
+}
+
+// dtLeaseRows reads the active lease rows through q (a pool, or a
+// transaction, which also sees its own uncommitted rows).
+func dtLeaseRows(t *testing.T, q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}) []dtLeaseRow {
+	t.Helper()
+	rows, err := q.Query(`SELECT scope, lane, holder_pid FROM _writer_leases WHERE active = 1 ORDER BY scope, lane`)
 	if err != nil {
 		t.Fatalf("reading _writer_leases: %v", err)
 	}
@@ -144,6 +153,18 @@ func dtWantHolder(t *testing.T, path, scope, lane string) {
 	want := []dtLeaseRow{{scope, lane, int64(os.Getpid())}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("active leases = %+v, want %+v", got, want)
+	}
+}
+
+// dtWantHolderIn is dtWantHolder read through tx, inside the write
+// transaction: a write whose lane was free claims it inside its own
+// transaction (lease.InlineConfirmer), where the claim is seen before
+// anyone else sees it, at its COMMIT.
+func dtWantHolderIn(t *testing.T, tx *sql.Tx, scope, lane string) {
+	t.Helper()
+	got := dtLeaseRows(t, tx)
+	if want := []dtLeaseRow{{scope, lane, int64(os.Getpid())}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("active leases seen inside the transaction = %+v, want %+v", got, want)
 	}
 }
 
@@ -620,7 +641,7 @@ func TestDriverConfigValidatedLikeDSN(t *testing.T) {
 		}
 		defer tx.Rollback()
 		dtExec(t, tx, `INSERT INTO t VALUES (1)`)
-		dtWantHolder(t, path, cleolease.DefaultScope, "cfg_lane")
+		dtWantHolderIn(t, tx, cleolease.DefaultScope, "cfg_lane")
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -664,7 +685,7 @@ func TestDriverCloseReleasesConnector(t *testing.T) {
 	}
 	defer tx.Rollback()
 	dtExec(t, tx, `INSERT INTO t VALUES (2)`)
-	dtWantHolder(t, path, cleolease.DefaultScope, cleolease.DefaultLane)
+	dtWantHolderIn(t, tx, cleolease.DefaultScope, cleolease.DefaultLane)
 	if err := tx.Commit(); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -885,7 +906,7 @@ func TestDriverConnBeginTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	dtWantHolder(t, path, cleolease.DefaultScope, cleolease.DefaultLane)
+	dtWantHolderIn(t, tx, cleolease.DefaultScope, cleolease.DefaultLane)
 	dtExec(t, tx, `INSERT INTO t VALUES (1)`)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
@@ -1248,8 +1269,18 @@ func TestDriverNonContextPaths(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			// The write transaction holds the lease while open.
-			dtWantHolder(t, path, cleolease.DefaultScope, cleolease.DefaultLane)
+			// The write transaction holds the lease while open (seen from
+			// inside it: the lane was free, so it was claimed there).
+			rows, err := dc.(driver.Queryer).Query(`SELECT holder_pid FROM _writer_leases WHERE active = 1`, nil) //nolint:staticcheck
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := make([]driver.Value, 1)
+			err = rows.Next(v)
+			rows.Close()
+			if pid, _ := v[0].(int64); err != nil || pid != int64(os.Getpid()) {
+				t.Errorf("inside the transaction the active lease names pid %v (%v); want this process", v[0], err)
+			}
 			if _, err := dc.(driver.Execer).Exec(`INSERT INTO t(v) VALUES ('begin')`, nil); err != nil { //nolint:staticcheck
 				tx.Rollback()
 				t.Fatal(err)

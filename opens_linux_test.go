@@ -29,10 +29,12 @@ func openFiles(t *testing.T, path string) int {
 }
 
 // TestReadingOpensOneConnection: on a file whose lease tables exist, a
-// process that only reads opens the database once — its own connection;
-// the lease engine's connection opens at its first write — while the
-// liveness lock (the sidecar) is taken at the first connect, before any
-// row can name the process.
+// process that only reads opens the database once — its own connection —
+// while the liveness lock (the sidecar) is taken at the first connect,
+// before any row can name the process. Its first write, on a lane nobody
+// holds, claims the lane inside that write's own transaction and releases
+// it in the same commit (lease.InlineConfirmer): the lease engine's
+// connection stays closed, and the lane is free afterwards.
 func TestReadingOpensOneConnection(t *testing.T) {
 	path := filepath.Join(testdir.New(t), "reads.db")
 	if resolved, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
@@ -69,7 +71,14 @@ func TestReadingOpensOneConnection(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO t VALUES (1)`); err != nil {
 		t.Fatal(err)
 	}
-	if got := openFiles(t, path); got != 2 {
-		t.Errorf("after a write the process has the database open %d times; want 2 (its connection and the lease engine's)", got)
+	if got := openFiles(t, path); got != 1 {
+		t.Errorf("after a write the process has the database open %d times; want 1 (its connection)", got)
+	}
+	var active int
+	if err := db.QueryRow(`SELECT count(*) FROM _writer_leases WHERE active = 1`).Scan(&active); err != nil {
+		t.Fatal(err)
+	}
+	if active != 0 {
+		t.Errorf("after one write %d lease rows are active; want the lane released in the write's commit", active)
 	}
 }

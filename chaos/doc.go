@@ -85,6 +85,12 @@
 //     break (the TTL steal itself is not timed);
 //   - while the monitor cannot read the row (a rollback-journal file's
 //     write lock) and some writer is stopped;
+//   - while SQLite's write lock is held by a SIGSTOPped process (one frozen
+//     inside a lease-engine transaction, such as the claim that reclaims a
+//     killed holder's row): a probe process asks the kernel at each sample
+//     who holds it (F_GETLK; for an open-file-description lock, the stopped
+//     writers' /proc/PID/fdinfo: writelock_test.go), and nobody can write
+//     until that process resumes or dies;
 //   - a stopped writer inside a hold holds the lane (nothing idle, nothing
 //     to exclude); a SIGKILLed holder is reclaimed at once (nothing
 //     excluded: its hold ends when it was reaped).

@@ -37,6 +37,15 @@ import (
 //     write lock of a rollback-journal file) while some writer is stopped
 //     is excluded the same way: the stopped writer may be the one holding
 //     the lock.
+//   - A SIGSTOPped process holding SQLite's write lock (frozen inside a
+//     lease-engine transaction — a claim, a reclaim, a queue row — or a
+//     BEGIN IMMEDIATE it has not turned into a hold yet) stops every write,
+//     whatever the row says: the probe (writelock_test.go) asks the kernel
+//     at each sample who holds the lock (for an open-file-description
+//     lock, which has no owner pid, it searches the stopped writers'
+//     descriptors), and a sample naming a stopped process excludes the
+//     time to the next sample (at most to its SIGCONT). A holder it
+//     cannot name is not stopped: nothing is excluded.
 //   - A SIGSTOPped writer that is inside a hold holds the lane: nothing is
 //     idle then (no exclusion needed: it is held).
 //   - A SIGKILLed holder is reclaimed at once (its lifetime lock is gone):
@@ -57,11 +66,9 @@ import (
 // writer stopped for 938 ms.
 //
 // Not excluded from the idle check, and a possible false alarm there: a
-// stopped writer frozen inside the BEGIN IMMEDIATE of a grant it is
-// confirming while the row names another process (a stale grant
-// datagram), or one frozen inside a read of a rollback-journal file. Both
-// hold SQLite's locks without the row; both are rare, and the printed
-// window names the stopped writers.
+// stopped writer frozen inside a read of a rollback-journal file (a
+// SHARED lock, which the write-lock probe does not look for). It is rare,
+// and the printed window names the stopped writers.
 
 // span is the half-open interval [from, to) of wall-clock microseconds.
 type span struct{ from, to int64 }
@@ -139,11 +146,13 @@ type stopRec struct {
 	from, to int64
 }
 
-// rowSample is one read of the lane's active row by the monitor.
+// rowSample is one read of the lane's active row by the monitor, with
+// the holder of SQLite's write lock then (writelock_test.go).
 type rowSample struct {
-	at  int64
-	pid int64 // the holder's pid; 0: no active row
-	ok  bool  // false: the read failed (SQLITE_BUSY)
+	at   int64
+	pid  int64 // the holder's pid; 0: no active row
+	ok   bool  // false: the read failed (SQLITE_BUSY)
+	lock int64 // the pid holding SQLite's write lock; 0: nobody (or not probed), -1: a process the probe cannot name (not a stopped writer)
 }
 
 // idleInput is what the check knows of a phase.
@@ -190,6 +199,7 @@ func (in idleInput) heldSpan(o opRec) (span, bool) {
 type idleResult struct {
 	idle     spanSet // live writers waited, nobody held, nothing excluded
 	excluded spanSet // the exclusions' union (whether anyone waited or not)
+	locked   spanSet // the part of it excluded for a stopped process's write lock
 	longest  span
 	// The wait check: blocked is excluded plus the times any process was
 	// stopped (inside a hold or not); waits[i] is how long in.ops[i]
@@ -239,7 +249,7 @@ func analyzeIdle(in idleInput) idleResult {
 		}
 		return false
 	}
-	var excl []span
+	var excl, lockExcl []span
 	for i, s := range in.samples {
 		next := in.end
 		if i+1 < len(in.samples) {
@@ -253,8 +263,13 @@ func analyzeIdle(in idleInput) idleResult {
 				excl = append(excl, span{s.at, min(next, until)})
 			}
 		}
+		if s.lock > 0 {
+			if until, ok := stoppedUntil(s.lock, s.at); ok {
+				lockExcl = append(lockExcl, span{s.at, min(next, until)})
+			}
+		}
 	}
-	res := idleResult{excluded: normalize(excl)}
+	res := idleResult{excluded: normalize(append(excl, lockExcl...)), locked: normalize(lockExcl)}
 	res.idle = normalize(live).minus(normalize(held)).minus(res.excluded)
 	for _, s := range res.idle {
 		if s.len() > res.longest.len() {
@@ -299,22 +314,32 @@ const monitorEvery = 10 * time.Millisecond
 // never waits: in WAL mode it is never refused, with the rollback journal
 // a busy read is recorded as not ok).
 type rowMonitor struct {
-	db     *sql.DB
-	stop   chan struct{}
-	done   chan struct{}
-	holder atomic.Value // string: the holder id of the last row read
+	db      *sql.DB
+	probe   *writeLockProbe
+	stopped func() []int64 // the writers stopped now
+	stop    chan struct{}
+	done    chan struct{}
+	holder  atomic.Value // string: the holder id of the last row read
 
-	mu      sync.Mutex
-	samples []rowSample
+	mu       sync.Mutex
+	samples  []rowSample
+	probeErr error // the write-lock probe's first error
 }
 
-func startMonitor(t *testing.T, path string) *rowMonitor {
+// startMonitor starts the monitor of the database at path, in journal
+// mode journal ("" for WAL); stopped lists the writers stopped now.
+func startMonitor(t *testing.T, path, journal string, stopped func() []int64) *rowMonitor {
 	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)
-	m := &rowMonitor{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	probe, err := startWriteLockProbe(path, journal)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	m := &rowMonitor{db: db, probe: probe, stopped: stopped, stop: make(chan struct{}), done: make(chan struct{})}
 	m.holder.Store("")
 	go m.run()
 	return m
@@ -346,26 +371,39 @@ func (m *rowMonitor) sample() {
 	if err == nil {
 		m.holder.Store(id)
 	}
+	lock, perr := m.probe.holder(m.stopped())
+	s.lock = lock
 	m.mu.Lock()
 	m.samples = append(m.samples, s)
+	if perr != nil && m.probeErr == nil {
+		m.probeErr = perr
+	}
 	m.mu.Unlock()
 }
 
 // holderID is the holder id of the last active row read ("" if none yet).
 func (m *rowMonitor) holderID() string { return m.holder.Load().(string) }
 
-// close stops the monitor and returns its samples.
-func (m *rowMonitor) close() []rowSample {
+// close stops the monitor and returns its samples, and the write-lock
+// probe's first error (its samples then say nobody held the lock).
+// A second call returns the same.
+func (m *rowMonitor) close() ([]rowSample, error) {
 	select {
 	case <-m.stop:
 	default:
 		close(m.stop)
+		<-m.done
+		m.db.Close()
+		perr := m.probe.close()
+		m.mu.Lock()
+		if m.probeErr == nil {
+			m.probeErr = perr
+		}
+		m.mu.Unlock()
 	}
-	<-m.done
-	m.db.Close()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.samples
+	return m.samples, m.probeErr
 }
 
 // ---------------------------------------------------------------------------
@@ -485,6 +523,86 @@ func TestIdleLaneBusySampleExcludedOnlyWhileStopped(t *testing.T) {
 	}
 }
 
+// deadRowLockedSamples are the monitor's samples of the two tests below:
+// every 10 ms for 2 s the row of pid 10, and SQLite's write lock held by
+// pid 12 from the 170 ms sample to 1,500 ms.
+func deadRowLockedSamples() []rowSample {
+	var samples []rowSample
+	for at := int64(0); at < 2000*ms; at += 10 * ms {
+		s := rowSample{at: at, pid: 10, ok: true}
+		if at >= 170*ms && at < 1500*ms {
+			s.lock = 12
+		}
+		samples = append(samples, s)
+	}
+	return samples
+}
+
+func TestIdleLaneStoppedWriteLockHolderExcludedUntilResume(t *testing.T) {
+	// Writer 0 is killed inside its hold (reaped at 100 ms) and its row
+	// stays; writer 2 is stopped 160–1,500 ms inside the transaction that
+	// reclaims it, holding SQLite's write lock (the probe sees it from the
+	// 170 ms sample until 1,500 ms); writer 1 waits from 150 ms and is
+	// granted at 1,600 ms. Only 150–170 and 1,500–1,600 ms are idle (and
+	// writer 0's own microsecond of waiting).
+	samples := deadRowLockedSamples()
+	in := idleInput{
+		ops: []opRec{
+			{pid: 10, w: 1, g: 2},
+			{pid: 11, w: 150 * ms, g: 1600 * ms, r: 1610 * ms},
+		},
+		stops:   []stopRec{{pid: 12, from: 160 * ms, to: 1500 * ms}},
+		ends:    map[int64]int64{10: 100 * ms},
+		samples: samples,
+		end:     2000 * ms,
+	}
+	res := analyzeIdle(in)
+	if want := (spanSet{{1, 2}, {150 * ms, 170 * ms}, {1500 * ms, 1600 * ms}}); fmt.Sprint(res.idle) != fmt.Sprint(want) {
+		t.Fatalf("idle %v, want %v (the stopped write-lock holder's time excluded)", res.idle, want)
+	}
+	if want := (spanSet{{170 * ms, 1500 * ms}}); fmt.Sprint(res.excluded) != fmt.Sprint(want) || fmt.Sprint(res.locked) != fmt.Sprint(want) {
+		t.Fatalf("excluded %v (for the write lock %v), want %v for the write lock", res.excluded, res.locked, want)
+	}
+}
+
+func TestIdleLaneLiveWriteLockHolderIsNotExcluded(t *testing.T) {
+	// As above, but the process holding SQLite's write lock for 1.3 s is
+	// not stopped: a live process that keeps the write lock while the
+	// lane is idle is what the check is for.
+	samples := deadRowLockedSamples()
+	res := analyzeIdle(idleInput{
+		ops: []opRec{
+			{pid: 10, w: 1, g: 2},
+			{pid: 11, w: 150 * ms, g: 1600 * ms, r: 1610 * ms},
+		},
+		stops:   []stopRec{{pid: 13, from: 160 * ms, to: 1500 * ms}},
+		ends:    map[int64]int64{10: 100 * ms},
+		samples: samples,
+		end:     2000 * ms,
+	})
+	if want := (span{150 * ms, 1600 * ms}); res.longest != want || len(res.excluded) != 0 {
+		t.Fatalf("longest idle %v, excluded %v; want %v and nothing excluded", res.longest, res.excluded, want)
+	}
+}
+
+func TestIdleLaneUnnamedWriteLockIsNotExcluded(t *testing.T) {
+	// The probe cannot name the write lock's holder (lock -1: not one of
+	// the stopped writers) at 0 and 1,000 ms, while writer 12 is stopped
+	// around the second: nothing is excluded.
+	in := idleInput{
+		ops: []opRec{{pid: 11, w: 1, x: 2000 * ms}},
+		samples: []rowSample{
+			{at: 0, ok: true, lock: -1}, {at: 10 * ms, ok: true},
+			{at: 1000 * ms, ok: true, lock: -1}, {at: 1010 * ms, ok: true},
+		},
+		stops: []stopRec{{pid: 12, from: 990 * ms, to: 1005 * ms}},
+		end:   2000 * ms,
+	}
+	if res := analyzeIdle(in); len(res.excluded) != 0 {
+		t.Fatalf("excluded %v, want nothing", res.excluded)
+	}
+}
+
 func TestWaitStarvedBehindBusyLane(t *testing.T) {
 	// Writers 0 and 2 hold in turn for 3 s while writer 1 waits: never
 	// idle, but writer 1 waits 3 s.
@@ -555,19 +673,41 @@ func relTime(t, start int64) string {
 // compressSamples describes the monitor's samples within s: each run of
 // one holder once.
 func compressSamples(samples []rowSample, s span, start int64, who func(pid int64) string) string {
+	return compressBy(samples, s, start, func(x rowSample) string {
+		switch {
+		case !x.ok:
+			return "unreadable"
+		case x.pid == 0:
+			return "no active row"
+		}
+		return who(x.pid)
+	})
+}
+
+// compressLocks describes who held SQLite's write lock at the monitor's
+// samples within s: each run of one holder once.
+func compressLocks(samples []rowSample, s span, start int64, who func(pid int64) string) string {
+	return compressBy(samples, s, start, func(x rowSample) string {
+		switch {
+		case x.lock == 0:
+			return "free"
+		case x.lock < 0:
+			return "held by a process the kernel does not name"
+		}
+		return who(x.lock)
+	})
+}
+
+// compressBy describes the samples within s (and 50 ms before it) by
+// what, each run of one description once.
+func compressBy(samples []rowSample, s span, start int64, what func(rowSample) string) string {
 	var b strings.Builder
 	last := "?"
 	for _, x := range samples {
 		if x.at < s.from-50*ms || x.at >= s.to {
 			continue
 		}
-		cur := "unreadable"
-		switch {
-		case x.ok && x.pid == 0:
-			cur = "no active row"
-		case x.ok:
-			cur = who(x.pid)
-		}
+		cur := what(x)
 		if cur != last {
 			fmt.Fprintf(&b, " %s %s;", relTime(x.at, start), cur)
 			last = cur

@@ -364,6 +364,20 @@ func (r *ledgerRun) stopStarted(idx int, pid, at int64, kind string, d time.Dura
 	return s
 }
 
+// stoppedPIDs lists the writers stopped now (a SIGSTOP without its SIGCONT
+// or SIGKILL yet).
+func (r *ledgerRun) stoppedPIDs() []int64 {
+	r.evMu.Lock()
+	defer r.evMu.Unlock()
+	var pids []int64
+	for _, s := range r.stops {
+		if s.to < 0 {
+			pids = append(pids, s.pid)
+		}
+	}
+	return pids
+}
+
 // stopEnded records that the stop s ended at (SIGCONT, or SIGKILL).
 func (r *ledgerRun) stopEnded(s *stopRec, at int64) {
 	r.evMu.Lock()
@@ -412,7 +426,7 @@ func runPhase(t *testing.T, ph phase, dir string, faults faultSet, bases baseSet
 	if _, err := db.Exec(ledgerSchema); err != nil {
 		t.Fatalf("schema: %v", err)
 	}
-	r.mon = startMonitor(t, path)
+	r.mon = startMonitor(t, path, ph.journal, r.stoppedPIDs)
 	defer r.mon.close()
 	for i := range *flagWriters {
 		p := &proc{r: r, idx: i, base: bases.of(i), log: filepath.Join(dir, fmt.Sprintf("writer%d.log", i)), progress: make(chan struct{}, 1)}
@@ -466,7 +480,10 @@ func runPhase(t *testing.T, ph phase, dir string, faults faultSet, bases baseSet
 		t.Errorf("writers did not exit after stdin closed: stuck (stacks in %s/*.stderr)", dir)
 	}
 	db.Close()
-	samples := r.mon.close()
+	samples, perr := r.mon.close()
+	if perr != nil {
+		r.oddity("monitor: the write-lock probe: %v", perr)
+	}
 	s := r.check(samples)
 	s.wall = time.Since(started)
 	t.Logf("%s: %s", ph.name, s.String())
@@ -615,7 +632,8 @@ type summary struct {
 	violations                int
 	wall                      time.Duration
 	idleLongest               time.Duration // the idle check's longest idle wait
-	idleExcluded              time.Duration // the time it excluded (a stopped process held the row)
+	idleExcluded              time.Duration // the time it excluded (a stopped process held the row or SQLite's write lock)
+	idleLocked                time.Duration // the part of it a stopped process held SQLite's write lock
 	waitLongest               time.Duration // the wait check's longest wait of one operation
 	waitBlocked               time.Duration // the time it excluded (a stopped process held the row or a hold)
 }
@@ -632,6 +650,7 @@ func (s *summary) add(o summary) {
 	s.wall += o.wall
 	s.idleLongest = max(s.idleLongest, o.idleLongest)
 	s.idleExcluded += o.idleExcluded
+	s.idleLocked += o.idleLocked
 	s.waitLongest = max(s.waitLongest, o.waitLongest)
 	s.waitBlocked += o.waitBlocked
 	for _, m := range []struct {
@@ -678,11 +697,11 @@ func kv(m map[string]int) string {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued since the first entry's=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | idle lane: longest wait %s (bound %s), excluded %s (a stopped process's row) | waits: longest %s (bound %s), blocked %s (a stopped process's row or hold) | violations=%d %s | %s",
+	return fmt.Sprintf("entries=%d acked=%d committed-unacked-after-ambiguous-error=%d | lease transitions: epochs with entries=%d, epochs issued since the first entry's=%d | writer starts=%d | nemesis: %s | writer errors: %s | modes: %s | engine stats of cleanly exited writers: grants=%d claims=%d handoffs=%d lost=%d fenced=%d unavailable=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d | idle lane: longest wait %s (bound %s), excluded %s (a stopped process's row, or for %s its write lock) | waits: longest %s (bound %s), blocked %s (a stopped process's row or hold) | violations=%d %s | %s",
 		s.entries, s.acked, s.ambiguous, s.epochs, s.issued, s.starts, kv(s.events), kv(s.errors), kv(s.modes),
 		s.stats.Grants, s.stats.Claims, s.stats.Handoffs, s.stats.Lost, s.stats.Fenced, s.stats.Unavailable,
 		s.stats.ReclaimDead, s.stats.ReclaimTTL, s.stats.DeadWaiters,
-		s.idleLongest.Round(time.Millisecond), *flagIdleBound, s.idleExcluded.Round(time.Millisecond),
+		s.idleLongest.Round(time.Millisecond), *flagIdleBound, s.idleExcluded.Round(time.Millisecond), s.idleLocked.Round(time.Millisecond),
 		s.waitLongest.Round(time.Millisecond), *flagWaitBound, s.waitBlocked.Round(time.Millisecond),
 		s.violations, kv(s.vkinds), s.wall.Round(time.Second))
 }
@@ -856,7 +875,7 @@ func (r *ledgerRun) check(samples []rowSample) summary {
 		}
 	}
 	res := analyzeIdle(idle)
-	s.idleLongest, s.idleExcluded = res.longest.len(), res.excluded.total()
+	s.idleLongest, s.idleExcluded, s.idleLocked = res.longest.len(), res.excluded.total(), res.locked.total()
 	s.waitLongest, s.waitBlocked = res.longestWait, res.blocked.total()
 	explained := 0
 	for _, run := range res.idle {
@@ -964,6 +983,8 @@ func (r *ledgerRun) explainIdle(run span, in idleInput, quiets []stopRec) string
 		}
 		return name(pid) + held
 	}))
+	b.WriteString("\n\tSQLite's write lock (probe):")
+	b.WriteString(compressLocks(in.samples, run, r.start, name))
 	for _, x := range []struct {
 		what  string
 		spans []stopRec

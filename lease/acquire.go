@@ -49,12 +49,14 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		root.l.mu.Unlock()
 		return &Hold{l: root.l, g: root.g, root: root}, nil
 	}
-	e.listenLate()
 	if err := e.checkFile(false); err != nil {
 		return nil, err
 	}
-	if e.sweepDue.Load() && e.sweepDue.CompareAndSwap(true, false) {
-		e.sweepOpen(ctx) // before this lane is known (Options.TablesReady)
+	if _, inline := opts.Confirm.(InlineConfirmer); !inline {
+		// A caller that may claim inside its own transaction leaves both to
+		// ensureRow: an inline claim needs neither (see claimInline).
+		e.listenLate()
+		e.sweepIfDue(ctx) // before this lane is known (Options.TablesReady)
 	}
 	l := e.lane(scope, lane)
 	if g := l.enterHeld(); g != nil {
@@ -192,6 +194,15 @@ func (l *laneState) ensureRow(ctx context.Context, bound *waitBound, opts Acquir
 	}
 	if err := l.e.CheckFile(); err != nil {
 		return nil, false, false, err
+	}
+	l.e.followIfDue() // before the claim announces its want (sidecarfollow.go)
+	if ic, ok := opts.Confirm.(InlineConfirmer); ok {
+		if g := l.claimInline(ctx, ic); g != nil {
+			// Not the lane's row yet: Fencing.EndInline decides (inline.go).
+			return g, true, true, nil
+		}
+		l.e.listenLate()
+		l.e.sweepIfDue(ctx)
 	}
 	g, begun, err = l.claim(ctx, bound.C(), opts)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // exited, or the fallback period passed.
 func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *time.Timer, retryIn time.Duration) (g *grant, retry bool, err error) {
 	l := c.l
-	look, nudged := true, false
+	look, nudged := !c.afterBusy, false
 	var again <-chan time.Time
 	var retryTimer *time.Timer
 	if retryIn > 0 {
@@ -60,7 +60,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 			if err == nil {
 				// Detached: the select below watches ctx, and a
 				// cancellable context costs a goroutine per query.
-				r, err = readActive(context.WithoutCancel(ctx), l.e.db, l.scope, l.lane)
+				r, err = readActive(context.WithoutCancel(ctx), l.e.db(), l.scope, l.lane)
 			}
 			switch {
 			case err != nil && ctx.Err() != nil:

@@ -33,6 +33,12 @@ type claimRun struct {
 	quitSeen   rowRef       // the row quit read, when unsettled
 	seenOther  bool         // a look of this claim found the lane free or another process's (see handedToUs)
 	above      int64        // the highest epoch such a look found
+	// afterBusy: the claim transaction just met SQLITE_BUSY, so await
+	// waits its back-off before it looks (a lane that looks free while
+	// another connection keeps the write lock — an inline claim's
+	// transaction, inline.go — would otherwise be read and tried again
+	// without a pause).
+	afterBusy bool
 }
 
 // saw records a look of this claim at the lane's row r (nil: no active
@@ -145,9 +151,11 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 		if skip {
 			skip, retryIn = false, max(time.Until(selfEnqueue), time.Microsecond)
 		}
+		c.afterBusy = false
 		switch {
 		case err != nil && isBusy(err) && ctx.Err() == nil:
 			retryIn = bo.next()
+			c.afterBusy = true
 		case err != nil:
 			if ctx.Err() != nil {
 				return c.abandon(ctx, ctx.Err())
@@ -176,7 +184,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 	l := c.l
 	_ = l.e.fault("ring-holder") // lets a test count the reads; nothing to inject
 	ctx = context.WithoutCancel(ctx)
-	r, err := readActive(ctx, l.e.db, l.scope, l.lane)
+	r, err := readActive(ctx, l.e.db(), l.scope, l.lane)
 	if err != nil {
 		return false // unreadable: the claim transaction decides
 	}
@@ -234,13 +242,38 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 	cr := c
 	l, reg := c.l, c.reg
 	var rang string
+	// What the transaction did, told once it committed (counted, logged,
+	// observed): nothing slow runs while it holds SQLite's write lock,
+	// and a transaction rolled back or run again is not told.
+	var reclaimed, takenOver *row
+	var reclaimWhy string
+	var claimed, handedOff bool
 	defer func() {
 		if rang != "" {
-			l.e.bell.ringGrant(rang, l.scope, l.lane, nil)
+			l.e.bell.ringGrant(rang, l.scope, l.lane, nil) // (a wake-up: harmless if the grant did not commit)
+		}
+		if err != nil {
+			return
+		}
+		if takenOver != nil {
+			l.e.logf(slog.LevelWarn, "cleolease: lease row naming this process taken over: it was not granted to this claim (a restored or copied file?)",
+				"scope", l.scope, "lane", l.lane, "epoch", takenOver.epoch)
+		}
+		if reclaimed != nil {
+			l.countReclaim(reclaimWhy)
+			l.e.logf(slog.LevelWarn, "cleolease: lease reclaimed", "scope", l.scope, "lane", l.lane,
+				"from", reclaimed.h.ID, "pid", reclaimed.h.PID, "epoch", reclaimed.epoch, "reason", reclaimWhy)
+		}
+		if claimed {
+			l.e.stats.Claims.Add(1)
+		}
+		if handedOff {
+			l.countHandoff()
 		}
 	}()
 	err = l.e.tryImmediate(ctx, "claim", func(bg context.Context, c *sql.Conn) error {
 		g, rang, holderID = nil, "", ""
+		reclaimed, takenOver, reclaimWhy, claimed, handedOff = nil, nil, "", false, false
 		active, err := readActive(bg, c, l.scope, l.lane)
 		if err != nil {
 			return err
@@ -266,15 +299,12 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			// A row that names this process but was not handed to this
 			// claim (handedToUs): a restored or copied file's. Taken over
 			// at the floor, in grant order, like a dead holder's.
-			l.e.logf(slog.LevelWarn, "cleolease: lease row naming this process taken over: it was not granted to this claim (a restored or copied file?)",
-				"scope", l.scope, "lane", l.lane, "epoch", active.epoch)
+			takenOver = active
 			free, prev = true, active
 		} else if !free {
 			ok, why := l.reclaimable(active)
 			if ok {
-				l.countReclaim(why)
-				l.e.logf(slog.LevelWarn, "cleolease: lease reclaimed", "scope", l.scope, "lane", l.lane,
-					"from", active.h.ID, "pid", active.h.PID, "epoch", active.epoch, "reason", why)
+				reclaimed, reclaimWhy = active, why
 				free, prev = true, active
 			}
 		}
@@ -285,7 +315,7 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 				return err
 			}
 			if hd == nil || hd.h.ID == me.ID {
-				l.e.stats.Claims.Add(1)
+				claimed = true
 				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), grantArgs{prev: prev, dequeue: true})
 				return err
 			}
@@ -293,7 +323,7 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			if _, err := l.grantTo(bg, c, hd.h, hd.ttl, grantArgs{prev: prev, dequeue: true}); err != nil {
 				return err
 			}
-			l.countHandoff()
+			handedOff = true
 			rang = hd.h.ID
 		} else {
 			holderID = active.h.ID

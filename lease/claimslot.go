@@ -12,6 +12,7 @@ type claimSlot struct {
 	granting bool   // the claim ended with a grant the lane has not recorded yet (setRow)
 	incoming bool   // a grant datagram for it arrived
 	waitedOn string // the holder the last claim found keeping the lane, for errors
+	quit     int64  // claims ended without a grant so far
 }
 
 // beginLocked records a claim starting.
@@ -24,10 +25,20 @@ func (s *claimSlot) beginLocked() { s.running = true }
 func (s *claimSlot) endLocked(granted, settling bool) {
 	s.running = false
 	s.granting = granted
+	if !granted {
+		s.quit++
+	}
 	if !granted && !settling {
 		s.incoming = false
 	}
 }
+
+// nothingLateLocked reports whether the lane has nothing for a final
+// settle (releaseLate) to find: no claim has ended without a grant, and
+// (wants true) waiters announce themselves by want bytes, which every
+// hand-off tests inside its transaction, so no grant can name this
+// process but one a claim of it got (and recorded).
+func (s *claimSlot) nothingLateLocked(wants bool) bool { return wants && s.quit == 0 }
 
 // busyLocked reports whether a claim runs, or has ended with a grant that
 // is not recorded as the row held yet: the lane's row is the claim's

@@ -39,18 +39,7 @@ func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error
 	if err := cf.BeginImmediate(ctx); err != nil {
 		return nil, err
 	}
-	args := []driver.NamedValue{{Ordinal: 1, Value: l.scope}, {Ordinal: 2, Value: l.lane}, {Ordinal: 3, Value: l.e.holderID}}
-	var id, epoch int64
-	rows, err := cf.QueryContext(context.WithoutCancel(ctx), confirmSQL, args)
-	if err == nil {
-		dest := make([]driver.Value, 2)
-		err = rows.Next(dest)
-		rows.Close()
-		if err == nil {
-			id, _ = dest[0].(int64)
-			epoch, _ = dest[1].(int64)
-		}
-	}
+	id, epoch, err := queryRowEpoch(context.WithoutCancel(ctx), cf, confirmSQL, l.scope, l.lane, l.e.holderID)
 	if err != nil || epoch <= 0 || epoch >= 1<<62 || !c.handedToUs(epoch) {
 		cf.Rollback()
 		l.mu.Lock()
@@ -64,4 +53,27 @@ func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error
 	}
 	l.e.stats.Confirmed.Add(1)
 	return &grant{id: id, epoch: epoch, at: time.Now()}, nil
+}
+
+// queryRowEpoch runs query on q with args (positional, from ?1) and returns
+// the first row's two integer columns, a lease row's id and epoch; io.EOF
+// when there is no row.
+func queryRowEpoch(ctx context.Context, q driver.QueryerContext, query string, args ...any) (id, epoch int64, err error) {
+	named := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	rows, err := q.QueryContext(ctx, query, named)
+	if err != nil {
+		return 0, 0, err
+	}
+	dest := make([]driver.Value, 2)
+	err = rows.Next(dest)
+	rows.Close()
+	if err != nil {
+		return 0, 0, err
+	}
+	id, _ = dest[0].(int64)
+	epoch, _ = dest[1].(int64)
+	return id, epoch, nil
 }

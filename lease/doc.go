@@ -10,17 +10,22 @@
 // each in its own short BEGIN IMMEDIATE with busy_timeout 0, the waiting
 // done in Go so that contexts are honoured. On the caller's connection it
 // only ever runs statements inside the caller's write transaction, at
-// three points the caller chooses, and never commits that transaction
+// points the caller chooses, and never commits that transaction
 // itself: the fencing reads right after BEGIN IMMEDIATE
 // and just before COMMIT (Hold.FenceBegin, Fencing.Check); the grant of
 // the next holder, written just before COMMIT when the turn ends
 // (Fencing.Pass: one guarded UPDATE of the lane's row, which commits or
-// rolls back with the caller's data); and the read that confirms a grant
+// rolls back with the caller's data); the read that confirms a grant
 // right after the BEGIN IMMEDIATE it opens through the caller's
 // AcquireOptions.Confirm — the one transaction it also rolls back, when
-// the row does not confirm the grant. A caller whose connection may carry
-// user callbacks (an update hook would see the lease row) does not call
-// Pass.
+// the row does not confirm the grant; and, through an InlineConfirmer,
+// the claim of a lane nobody holds, wants or queues for, written right
+// after the BEGIN IMMEDIATE it opens there (rolled back, with nothing
+// written, when the lane turns out not to be free), and its release just
+// before COMMIT (Fencing.EndInline), so that a process's lone write is
+// one SQLite transaction, as without the lease. A caller whose connection
+// may carry user callbacks (an update hook would see the lease row) calls
+// neither Pass nor offers an InlineConfirmer.
 //
 // # The protocol
 //
@@ -29,6 +34,11 @@
 // fight in SQLite's busy handler. The first of them makes sure this process
 // has the lane's row: if the process already holds it (lingering, or within
 // its slice) the hold is granted at once; otherwise the process claims it.
+// A lane that is free — no active row, no queue row, no want byte, and
+// SQLite's write lock free now — is claimed inside the caller's own
+// transaction when the caller offers one (inline.go): the grant is seen by
+// nobody until that transaction commits, and the commit either keeps the
+// row (more of this process's work follows) or releases it with the data.
 // A claim takes a free lane at once, or waits: it announces that it wants
 // the lane (its want byte), registers with the live holder by datagram
 // (its registration: id, priority, arrival, place in line), and after a
@@ -304,6 +314,9 @@ package lease
 //     slice keeps the lane;
 //   - linger.go: lingerWatcher and its goroutine (watch), which hands an
 //     idle row on or releases it;
+//   - inline.go: the claim of a free lane inside the caller's
+//     transaction (claimInline), and its end at that transaction's COMMIT
+//     (Fencing.EndInline) or after it (endInline);
 //   - claim.go: claimRun, one claim across processes (run, ringHolder,
 //     attempt); await.go, how it waits; confirm.go, a grant confirmed
 //     inside the caller's BEGIN IMMEDIATE; abandon.go, how it ends without

@@ -128,11 +128,18 @@ type Engine struct {
 	// followKick asks the heartbeat goroutine to check the liveness files
 	// (kickFollow; capacity 1).
 	followKick chan struct{}
-	conn       *leaseConnector // e.db's connector
-	pinned     atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
-	bell       *doorbell
+	// followDue records a removal of the liveness files that the file
+	// watch reported while this process had no stake in any lane: the
+	// move waits for its next claim or heartbeat tick (followIfDue).
+	followDue atomic.Bool
+	// followMu makes followSidecar one at a time (the heartbeat goroutine
+	// and a claim's followIfDue).
+	followMu sync.Mutex
+	conn     *leaseConnector // the connector of the engine's own connection (db)
+	pinned   atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
+	bell     *doorbell
 
-	db    *sql.DB
+	store storePool // the pool of conn's one connection (db)
 	clock Clock
 	log   *slog.Logger
 	stats counters
@@ -319,6 +326,14 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 
 // sweepOpen is Open's sweep of rows naming this process (sweepStale),
 // bounded by a second.
+// sweepIfDue runs Open's sweep (sweepOpen) if Open left it to the first
+// lease use and nobody has run it since.
+func (e *Engine) sweepIfDue(ctx context.Context) {
+	if e.sweepDue.Load() && e.sweepDue.CompareAndSwap(true, false) {
+		e.sweepOpen(ctx)
+	}
+}
+
 func (e *Engine) sweepOpen(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
 	e.sweepStale(sctx)
@@ -371,12 +386,9 @@ func (e *Engine) openStore(ctx context.Context) error {
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registration, e.grantArrived, e.lookArrived, e.answerQuery)
 	e.conn = &leaseConnector{dsn: e.opts.DSN, base: e.opts.Base}
-	e.db = sql.OpenDB(e.conn)
-	e.db.SetMaxOpenConns(1)
-	e.db.SetMaxIdleConns(1)
-	e.db.SetConnMaxLifetime(0)
+	e.store.conn = e.conn
 	if e.opts.TablesReady {
-		return nil // (sql.OpenDB connects at the first use)
+		return nil // (the pool is made, and connects, at the first use)
 	}
 	err = e.bootstrap(ctx)
 	if WriteRefused(err) {
@@ -388,7 +400,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 		err = nil
 	}
 	if err != nil {
-		e.db.Close()
+		e.store.close()
 		e.bell.close()
 		if e.locks != nil {
 			e.locks.Close()
@@ -551,10 +563,7 @@ func (e *Engine) Close() error {
 	}
 	e.hbStop()
 	e.wg.Wait()
-	var err error
-	if e.db != nil {
-		err = e.db.Close()
-	}
+	err := e.store.close()
 	if e.bell != nil {
 		e.bell.close()
 	}
@@ -675,7 +684,7 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	if err := e.checkFile(false); err != nil {
 		return err
 	}
-	c, err := e.db.Conn(ctx)
+	c, err := e.db().Conn(ctx)
 	if err != nil {
 		return err
 	}

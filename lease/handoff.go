@@ -154,7 +154,7 @@ func (l *laneState) handOff(g *grant, why string) {
 	}
 	switch {
 	case err == errLostRow:
-		l.markLost(g, l.whyGone(context.Background(), dbReader(l.e.db), g))
+		l.markLost(g, l.whyGone(context.Background(), dbReader(l.e.db()), g))
 	case errors.Is(err, ErrFileChanged):
 		l.markLost(g, "database file replaced or removed")
 	case err != nil:

@@ -19,8 +19,9 @@ import (
 // ends the loop and a beat in progress (hbCtx).
 //
 // The same goroutine follows the liveness files (followSidecar): on every
-// tick, and at once when the file watch reports the sidecar's removal or
-// a registration names a file this process does not see (kickFollow).
+// tick, when the file watch reports the sidecar's removal (at once if
+// this process has a stake in a lane: sidecarRemoved) and when a
+// registration names a file this process does not see (kickFollow).
 func (e *Engine) heartbeatLoop() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.opts.TTL / 3)
@@ -42,7 +43,7 @@ func (e *Engine) heartbeatLoop() {
 			e.renewProof(held || g != grants)
 			grants = g
 		case <-gone:
-			e.followSidecar()
+			e.sidecarRemoved()
 		case <-e.followKick:
 			e.followSidecar()
 		}
@@ -90,7 +91,7 @@ func (e *Engine) beat() (held bool) {
 		}
 		if err == errLostRow {
 			if !g.given.Load() { // not gone by our own hand-off
-				l.markLost(g, l.whyGone(context.Background(), dbReader(e.db), g))
+				l.markLost(g, l.whyGone(context.Background(), dbReader(e.db()), g))
 			}
 		} else if errors.Is(err, ErrFileChanged) {
 			l.markLost(g, "database file replaced or removed")

@@ -27,6 +27,14 @@ type grant struct {
 	beatAt atomic.Int64
 	// fenceArgs caches the fencing check's arguments (Hold.fenceArgs).
 	fenceArgs atomic.Pointer[[]driver.NamedValue]
+	// inline is set while the grant is an inline claim not settled yet
+	// (inline.go): written inside the caller's open transaction, seen by
+	// nobody else, and not the lane's held row.
+	inline atomic.Bool
+	// gatherBy is when the hand-off of an inline grant that others wanted
+	// at its COMMIT stops waiting for their registrations (UnixNano; 0:
+	// none, see inlineGather).
+	gatherBy atomic.Int64
 }
 
 // beatDue reports whether the row's heartbeat_at, written when the grant

@@ -86,16 +86,21 @@ func (h *Hold) Check(ctx context.Context) error {
 	if h.g.lost.Load() {
 		return h.lostErr("check")
 	}
+	if h.g.inline.Load() {
+		// Claimed inside the caller's open transaction (Inline), which
+		// nobody else sees yet: that transaction's fencing reads decide.
+		return nil
+	}
 	if err := h.l.e.fault("check"); err != nil {
 		return err
 	}
 	var one int
 	err := h.l.e.retryBusy(ctx, func() error {
-		return h.l.e.db.QueryRowContext(ctx, fenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
+		return h.l.e.db().QueryRowContext(ctx, fenceSQL, h.l.scope, h.l.lane, h.l.e.holderID, h.g.epoch).Scan(&one)
 	})
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) || missingTable(err) {
-			h.l.markLost(h.g, h.l.whyGone(ctx, dbReader(h.l.e.db), h.g))
+			h.l.markLost(h.g, h.l.whyGone(ctx, dbReader(h.l.e.db()), h.g))
 			return h.lostErr("check")
 		}
 		return err
@@ -209,6 +214,13 @@ func (h *Hold) FenceBegin(ctx context.Context, q driver.QueryerContext) (f *Fenc
 // open reports that the transaction FenceBegin saw begin is still open on
 // q (not ended by a COMMIT or ROLLBACK of the caller's, or by SQLite).
 func (f *Fencing) Check(ctx context.Context, q driver.QueryerContext, open bool) error {
+	if !open && f.h.g != nil && f.h.g.inline.Load() {
+		// The caller's SQL (or SQLite) ended the transaction that claimed
+		// the lane: its COMMIT commits nothing and fails with SQLite's own
+		// error, and Release settles the grant by reading the row
+		// (endInline), whether that transaction committed it or not.
+		return nil
+	}
 	if f.lost != nil {
 		if le := (*Error)(nil); errors.As(f.lost, &le) {
 			f.h.l.e.stats.Fenced.Add(1)

@@ -149,7 +149,14 @@ func (l *laneState) shutdown() {
 	}
 	l.mu.Lock()
 	claiming, settling := l.claimSlot.busyLocked(), l.settler.running
+	nothingLate := l.claimSlot.nothingLateLocked(l.e.locks != nil)
 	l.mu.Unlock()
+	if nothingLate && !claiming && !settling {
+		// No claim of this lane ever quit: there is no late grant to find,
+		// and no write transaction at close (a process whose one write
+		// was claimed inline never opens the engine's connection).
+		return
+	}
 	if claiming || settling {
 		// A claim still waits (its caller's Acquire), or has its grant:
 		// its own exit leaves the queue and releases its want byte, and

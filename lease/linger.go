@@ -98,6 +98,7 @@ func (l *laneState) watch() {
 					l.held.turn.missed()
 					l.mu.Unlock()
 					if !g.lost.Load() {
+						l.gather(g)
 						l.handOff(g, "released after linger")
 					}
 				}

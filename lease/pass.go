@@ -63,11 +63,13 @@ const passSQL = `UPDATE main._writer_leases SET ` + grantFields + `, epoch = ?11
 // only after Check passed with the transaction open.
 func (f *Fencing) Pass(ctx context.Context, q driver.QueryerContext) (*Pass, error) {
 	h := f.h
-	if h.g == nil || h.root != nil || !h.gateHeld || !f.begun || f.self || h.released.Load() {
+	if h.g == nil || h.root != nil || !h.gateHeld || !f.begun || f.self || h.released.Load() || h.g.inline.Load() {
 		return nil, nil
 	}
 	l, g := h.l, h.g
-	if l.e.opts.MemoryOnly || g.lost.Load() {
+	if l.e.opts.MemoryOnly || g.lost.Load() || g.gathering(time.Now()) {
+		// (An inline grant's hand-off waits for the waiters it kept
+		// out: gather, inline.go.)
 		return nil, nil
 	}
 	if l.keepTurn(g) {
@@ -189,6 +191,6 @@ func (p *Pass) Failed() {
 	default:
 		g.given.Store(false)
 		l.restorePending(p.regs)
-		l.markLost(g, l.whyGone(ctx, dbReader(l.e.db), g))
+		l.markLost(g, l.whyGone(ctx, dbReader(l.e.db()), g))
 	}
 }

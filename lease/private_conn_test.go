@@ -42,7 +42,7 @@ func TestPrivateConnClearsDriverCallbacks(t *testing.T) {
 		h.Release()
 	}
 	var same bool
-	if err := e.db.QueryRowContext(ctx, `SELECT 'a' = 'A' COLLATE fold`).Scan(&same); err != nil || !same {
+	if err := e.db().QueryRowContext(ctx, `SELECT 'a' = 'A' COLLATE fold`).Scan(&same); err != nil || !same {
 		t.Fatalf("the hook's collation on the engine's connection: %v, %v", same, err)
 	}
 	if err := e.Close(); err != nil {

@@ -11,6 +11,9 @@ import (
 
 // release ends a first-acquisition Hold.
 func (l *laneState) release(h *Hold) {
+	if h.g != nil && h.g.inline.Load() {
+		l.endInline(h.g) // its transaction did not reach EndInline
+	}
 	l.mu.Lock()
 	row := l.held.endLocked()
 	closing := l.closing
@@ -20,16 +23,21 @@ func (l *laneState) release(h *Hold) {
 	}
 	g := h.g
 	recall := false
+	if g != nil {
+		g.gatherFrom(time.Now())
+	}
 	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
 		others := l.othersWaiting(context.Background())
 		switch {
-		case others && !h.inTurn.Load() && !l.inSlice(g):
+		case others && !h.inTurn.Load() && !l.inSlice(g) && !g.gathering(time.Now()):
 			l.handOff(g, "handed off")
 		case closing && !l.hasWaiters():
 			// Granted to a claim that ran while the engine closed: no
 			// linger watcher runs any more to pass it on (shutdown).
 			l.handOff(g, "released at close")
 		case others:
+			// (An inline grant still gathering its waiters' registrations
+			// is handed off by the watcher too: see gather.)
 			// The row stays within its slice for this process's next
 			// writer, queued at the gate or arriving at once (a turn is a
 			// time budget): the watcher, woken by leave, hands the lane

@@ -118,28 +118,80 @@ func readSchema(ctx context.Context, q querier) (schemaState, error) {
 // err is the base's error for the read (the caller then opens the engine
 // the usual way, which reads them again).
 func SchemaReady(ctx context.Context, q driver.QueryerContext) (bool, error) {
-	rows, err := q.QueryContext(ctx, schemaSQL, nil)
+	if ready, err := schemaAsCreated(ctx, q); ready || err != nil {
+		return ready, err
+	}
+	var s schemaState
+	err := eachText3(ctx, q, schemaSQL, func(typ, name, list string) bool {
+		s.saw(typ, name, list)
+		return true
+	})
 	if err != nil {
 		return false, err
 	}
+	s.settle()
+	return s.complete(), nil
+}
+
+// eachText3 runs query, whose rows have three TEXT (or NULL) columns, on
+// q and calls row with each row's values until it returns false.
+func eachText3(ctx context.Context, q driver.QueryerContext, query string, row func(a, b, c string) bool) error {
+	rows, err := q.QueryContext(ctx, query, nil)
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
-	var s schemaState
 	dest := make([]driver.Value, 3)
 	for {
 		err := rows.Next(dest)
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return false, err
+			return err
 		}
-		typ, _ := textValue(dest[0])
-		name, _ := textValue(dest[1])
-		list, _ := textValue(dest[2])
-		s.saw(typ, name, list)
+		a, _ := textValue(dest[0])
+		b, _ := textValue(dest[1])
+		c, _ := textValue(dest[2])
+		if !row(a, b, c) {
+			return nil
+		}
 	}
-	s.settle()
-	return s.complete(), nil
+}
+
+// schemaAsCreatedSQL reads the four lease objects' entries in
+// sqlite_master, with the CREATE statement SQLite keeps for each.
+const schemaAsCreatedSQL = `SELECT type, name, sql FROM main.sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`
+
+// createdTables are the CREATE TABLE statements SQLite keeps in
+// sqlite_master for the lease tables this version creates (ddlLeases,
+// ddlQueue): it stores "CREATE TABLE " and the text from the table's
+// name on, without "IF NOT EXISTS" and the schema name. ALTER TABLE ADD
+// COLUMN rewrites the stored text, so a table created by another
+// implementation or version never matches.
+var createdTables = map[string]string{
+	"_writer_leases": "CREATE TABLE " + strings.TrimPrefix(ddlLeases, "CREATE TABLE IF NOT EXISTS main."),
+	"_writer_queue":  "CREATE TABLE " + strings.TrimPrefix(ddlQueue, "CREATE TABLE IF NOT EXISTS main."),
+}
+
+// schemaAsCreated reports whether the lease tables are exactly as this
+// version creates them (createdTables) and both indexes are present: then
+// every column is, without asking SQLite for each table's columns — a
+// table-valued pragma per table, the dearer part of SchemaReady's read on
+// a connection's first statement. false says only that the tables are
+// not as created here; SchemaReady then reads their columns.
+func schemaAsCreated(ctx context.Context, q driver.QueryerContext) (bool, error) {
+	seen, other := 0, false
+	err := eachText3(ctx, q, schemaAsCreatedSQL, func(typ, name, text string) bool {
+		switch want, table := createdTables[name]; {
+		case table && typ == "table" && text == want, !table && typ == "index":
+			seen++
+			return true
+		}
+		other = true
+		return false
+	})
+	return err == nil && !other && seen == 4, err
 }
 
 // textValue is v as a string, from the string or []byte a base returns
@@ -205,7 +257,7 @@ type querier interface {
 func (e *Engine) bootstrap(ctx context.Context) error {
 	var s schemaState
 	err := e.retryBusy(ctx, func() (err error) {
-		s, err = readSchema(ctx, e.db)
+		s, err = readSchema(ctx, e.db())
 		return err
 	})
 	if err != nil {

@@ -250,7 +250,7 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 			return false, rerr
 		}
 		if rerr == nil {
-			r, rerr = readActive(context.WithoutCancel(ctx), l.e.db, l.scope, l.lane)
+			r, rerr = readActive(context.WithoutCancel(ctx), l.e.db(), l.scope, l.lane)
 		}
 		if rerr != nil {
 			if job.ring || job.check {

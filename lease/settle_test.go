@@ -175,7 +175,7 @@ func TestForgedGrantsStartOneSettle(t *testing.T) {
 	path := newDB(t)
 	e := o.open(t, path, "cl-target", 0, nil)
 	acquireWithin(t, e, "first acquisition") // the lane is known; Linger 0 released it
-	conn, err := e.db.Conn(context.Background())
+	conn, err := e.db().Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,22 @@ import (
 //     portable tier, Windows, a lost event, a waiter that could not
 //     register.
 //
-// All three run followSidecar on the heartbeat goroutine, one at a time.
+// All three run followSidecar on the heartbeat goroutine, one at a time,
+// with two exceptions, so that a process never litters a directory being
+// removed with a new sidecar:
+//
+//   - a removal that the file watch reports while this process has no
+//     stake in any lane (it holds no row, no writer is in a lane's gate,
+//     none waits: hasStake) is only recorded (followDue); the process
+//     moves at its next claim (followIfDue, before the claim announces
+//     its want) or heartbeat tick. Nobody needs an idle process's locks
+//     in the new file: a newcomer waits only for a holder, and a holder
+//     has a stake. A directory removed whole (rm -r, a test's temporary
+//     directory) then gets no new sidecar from the watch's report of its
+//     first unlink.
+//   - nothing moves once the database file itself is gone or replaced
+//     (checkFile): there is nothing left to coordinate, and the engine
+//     refuses every later use with ErrFileChanged.
 // A move changes this process's mark: holder_start from then on names the
 // new file (holderStart), and the file watch follows it. With a sidecar
 // directory, the nonce file is re-read at the same moments (see
@@ -65,11 +80,63 @@ func (e *Engine) sidecarWatch() platform.SidecarWatch {
 	return sw
 }
 
+// sidecarRemoved is the heartbeat goroutine's answer to the file watch's
+// report of a removal: followSidecar at once when this process has a
+// stake in a lane, else only a record of it (followDue).
+func (e *Engine) sidecarRemoved() {
+	e.followDue.Store(true)
+	if e.hasStake() {
+		e.followSidecar()
+	}
+}
+
+// hasStake reports whether this process holds a lane's row, has a writer
+// in a lane's gate (claiming, holding or committing) or one waiting for
+// it: whether peers may need its locks in the liveness files now.
+func (e *Engine) hasStake() bool {
+	e.mu.Lock()
+	lanes := make([]*laneState, 0, len(e.lanes))
+	for _, l := range e.lanes {
+		lanes = append(lanes, l)
+	}
+	e.mu.Unlock()
+	for _, l := range lanes {
+		if l.waiting.Load() > 0 {
+			return true
+		}
+		l.mu.Lock()
+		stake := l.held.row != nil || !l.gate.freeLocked()
+		l.mu.Unlock()
+		if stake {
+			return true
+		}
+	}
+	return false
+}
+
+// followIfDue is followSidecar when a removal was recorded and not yet
+// followed (followDue): a claim's first step, at the cost of an atomic
+// load otherwise.
+func (e *Engine) followIfDue() {
+	if e.followDue.Load() {
+		e.followSidecar()
+	}
+}
+
 // followSidecar moves this process to the liveness files their paths name
 // now, if they were replaced, and adopts a new nonce of its sidecar
-// directory. It runs on the heartbeat goroutine.
+// directory; not once the database file is gone or replaced. It runs on
+// the heartbeat goroutine, and on a claim's when a move is due
+// (followIfDue), one at a time.
 func (e *Engine) followSidecar() {
 	if seededBugIgnoreSidecarMove {
+		return
+	}
+	e.followMu.Lock()
+	defer e.followMu.Unlock()
+	e.followDue.Store(false)
+	if err := e.checkFile(true); err != nil {
+		e.logf(slog.LevelDebug, "cleolease: liveness files not followed: the database file is not the one opened", "err", err)
 		return
 	}
 	if f, ok := e.locks.(platform.Follower); ok {

@@ -389,7 +389,7 @@ func (e *Engine) awaitMovers(ctx context.Context) error {
 		}
 		var nonce, boot string
 		var writtenAt int64
-		err := e.db.QueryRowContext(context.WithoutCancel(ctx), `SELECT nonce, boot, written_at FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot, &writtenAt)
+		err := e.db().QueryRowContext(context.WithoutCancel(ctx), `SELECT nonce, boot, written_at FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot, &writtenAt)
 		if cur, earlier := p.mine(nonce); err == nil && (cur || earlier || boot != bootID() || e.nowMS()-writtenAt > e.opts.TTL.Milliseconds()) {
 			return nil
 		}
@@ -422,7 +422,7 @@ func (e *Engine) renewProof(active bool) {
 		err := q.QueryRowContext(ctx, `SELECT written_at FROM main._writer_sidecar WHERE id = 1 AND nonce = ? AND boot = ?`, mine, bootID()).Scan(&writtenAt)
 		return err != nil || e.nowMS()-writtenAt <= e.opts.TTL.Milliseconds()/3 // (not ours, or unreadable: a claim decides)
 	}
-	if fresh(e.db) {
+	if fresh(e.db()) {
 		return
 	}
 	err := e.immediateOp(ctx, "sidecar", func(ctx context.Context, c *sql.Conn) error {

@@ -19,5 +19,5 @@ func TestSimulationFindsSidecarBug(t *testing.T) {
 	if !seededBugIgnoreSidecarMove {
 		t.Fatal("built without the seeded revert")
 	}
-	simFindsBug(t, "a waiter unseen by a holder on a replaced sidecar", simSidecar, 8, 10000, simStarved, simStuck)
+	simFindsBug(t, "a waiter unseen by a holder on a replaced sidecar", simSidecar, 12, 10000, simStarved, simStuck)
 }

@@ -173,6 +173,11 @@ type simConfig struct {
 	// noBreak: the operator never breaks the lane (a Break frees a lane
 	// that a holder which does not see its waiters would keep).
 	noBreak bool
+	// noInline: no hold offers its connection for a claim inside its
+	// transaction (InlineConfirmer). An inline claim's commit releases the
+	// lane, so a seeded bug that needs a holder keeping the lane while a
+	// waiter it does not see starves (simSidecar) shows only without them.
+	noInline bool
 	// noForge: no datagram is forged (a forged grant makes a process
 	// adopt a lane the table says it holds, which would hide a grant its
 	// claim never learned of).
@@ -254,7 +259,7 @@ func simLateGrant(seed int64, steps int) simConfig {
 func simSidecar(seed int64, steps int) simConfig {
 	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", recommit: true, liveness: true,
 		faults: simFaults{workers: true, sidecar: true}, loaded: true,
-		steal: 2, lose: -1, kill: 2, noBreak: true}
+		steal: 2, lose: -1, kill: 2, noBreak: true, noInline: true}
 }
 
 // simPidns reaches a live holder of another pid namespace whose lock
@@ -500,9 +505,25 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		w.wants(p, cancel)
-		h, err := p.eng.Acquire(ctx, "s", "l", AcquireOptions{Wait: 3 * simTTL, Require: true})
+		// Half the holds offer their first write's connection for a claim
+		// inside its transaction (InlineConfirmer), as the driver does.
+		opts := AcquireOptions{Wait: 3 * simTTL, Require: true}
+		var first *sql.Conn
+		if !w.cfg.noInline && rng.Intn(2) == 0 {
+			if c, err := db.Conn(context.Background()); err == nil {
+				first = c
+				c.Raw(func(dc any) error {
+					opts.Confirm = rawInline{rawConfirmer{dc.(*sqlite3.SQLiteConn)}}
+					return nil
+				})
+			}
+		}
+		h, err := p.eng.Acquire(ctx, "s", "l", opts)
 		w.acquired(p, err == nil)
 		cancel()
+		if err != nil && first != nil {
+			first.Close()
+		}
 		if err != nil {
 			cancelled, unavailable := ctx.Err() != nil, errors.Is(err, ErrUnavailable)
 			// It may give up: for long after a cancel in a hand-off's
@@ -525,9 +546,14 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			continue // the next gate ends a dead process
 		}
 		for n := 1 + rng.Intn(3); n > 0; n-- {
-			if !w.write(p, db, h, rng, n == 1) {
+			ok := w.write(p, db, first, h, rng, n == 1)
+			first = nil // (write closed it)
+			if !ok {
 				break
 			}
+		}
+		if first != nil {
+			first.Close()
 		}
 		rest := time.Duration(rng.Intn(3)) * time.Millisecond // the rest of the hold
 		if p.slow {
@@ -561,15 +587,26 @@ const (
 // write makes one fenced write under h on db, and reports whether it
 // committed. The last write of a hold hands the lane on inside its
 // transaction when a waiter registered (Fencing.Pass), as the driver's
-// commit does.
-func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand, last bool) bool {
+// commit does. c, when not nil, is the connection the hold's Acquire was
+// offered (AcquireOptions.Confirm), closed by write: when the Hold is
+// Begun its transaction is already open there, and a grant claimed in it
+// (Hold.Inline) is settled before the COMMIT (Fencing.EndInline).
+func (w *simWorld) write(p *simProc, db *sql.DB, c *sql.Conn, h *Hold, rng *rand.Rand, last bool) bool {
 	ctx := context.Background()
-	c, err := db.Conn(ctx)
-	if err != nil {
-		return false
+	if c == nil {
+		var err error
+		if c, err = db.Conn(ctx); err != nil {
+			return false
+		}
 	}
 	defer c.Close()
-	for {
+	var err error
+	begun := h.Begun()
+	if begun && w.os.gate(p, "data/begun") != nil {
+		c.ExecContext(ctx, "ROLLBACK")
+		return false
+	}
+	for !begun {
 		if w.os.gate(p, "data/begin") != nil {
 			return false
 		}
@@ -634,6 +671,11 @@ func (w *simWorld) write(p *simProc, db *sql.DB, h *Hold, rng *rand.Rand, last b
 		WHERE id = ?`, id); err != nil {
 		return rollback()
 	}
+	if err := c.Raw(func(dc any) error {
+		return f.EndInline(ctx, dc.(driver.QueryerContext), !auto, last)
+	}); err != nil {
+		return rollback()
+	}
 	var pass *Pass
 	if last && !auto {
 		err = c.Raw(func(dc any) (err error) {
@@ -691,6 +733,7 @@ func (w *simWorld) closeEngine(p *simProc) {
 	e := &w.res.engines
 	e.Grants += st.Grants
 	e.Claims += st.Claims
+	e.InlineClaims += st.InlineClaims
 	e.Handoffs += st.Handoffs
 	e.Unavailable += st.Unavailable
 	e.Lost += st.Lost
@@ -1458,8 +1501,8 @@ func TestSimulation(t *testing.T) {
 					steps, el.Round(time.Millisecond), float64(steps)/el.Seconds(), res.simTime.Round(time.Millisecond), res.commits, res.fenced, res.kills, res.breaks, res.rowMoved, res.self, res.skipped, res.passed)
 				t.Logf("faults: %s", res.faultSummary())
 				e := res.engines
-				t.Logf("engines: grants=%d claims=%d handoffs=%d unavailable=%d lost=%d fenced=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d breaks=%d",
-					e.Grants, e.Claims, e.Handoffs, e.Unavailable, e.Lost, e.Fenced, e.ReclaimDead, e.ReclaimTTL, e.DeadWaiters, e.Breaks)
+				t.Logf("engines: grants=%d claims=%d (inline %d) handoffs=%d unavailable=%d lost=%d fenced=%d reclaim-dead=%d reclaim-ttl=%d dead-waiters=%d breaks=%d",
+					e.Grants, e.Claims, e.InlineClaims, e.Handoffs, e.Unavailable, e.Lost, e.Fenced, e.ReclaimDead, e.ReclaimTTL, e.DeadWaiters, e.Breaks)
 				for _, v := range res.violations {
 					t.Error(v)
 				}

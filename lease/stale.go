@@ -100,7 +100,7 @@ func (e *Engine) sweepStale(ctx context.Context) {
 	if e.checkFile(false) != nil {
 		return // never a read of a file renamed over or deleted (see tryImmediate)
 	}
-	rows, err := e.db.QueryContext(ctx, `SELECT scope, lane FROM main._writer_leases WHERE holder_id = ? AND active = 1`, e.holderID)
+	rows, err := e.db().QueryContext(ctx, `SELECT scope, lane FROM main._writer_leases WHERE holder_id = ? AND active = 1`, e.holderID)
 	if err != nil {
 		return // (no table yet, busy, a file that refuses reads: nothing to do now)
 	}

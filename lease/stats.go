@@ -11,7 +11,10 @@ type counters struct {
 	Grants     atomic.Int64 // holds granted (first acquisitions, not re-entries)
 	FastGrants atomic.Int64 // grants served from a row this process still held (no SQLite write)
 	Claims     atomic.Int64 // claim transactions that made this process the holder
-	Handoffs   atomic.Int64 // lanes this process handed directly to a waiter
+	// InlineClaims counts the claims written inside the caller's own
+	// transaction (InlineConfirmer), a part of Claims.
+	InlineClaims atomic.Int64
+	Handoffs     atomic.Int64 // lanes this process handed directly to a waiter
 	// PassedInCommit counts the hand-offs written inside the holder's last
 	// data transaction (Pass), a part of Handoffs.
 	PassedInCommit atomic.Int64
@@ -70,6 +73,10 @@ type Stats struct {
 	FastGrants int64 // grants served from a row this process still held (no SQLite write)
 	Claims     int64 // claim transactions that made this process the holder
 	Handoffs   int64 // lanes this process handed directly to a waiter
+	// InlineClaims counts the claims of a free lane written inside the
+	// caller's own write transaction, with the data (InlineConfirmer): a
+	// part of Claims.
+	InlineClaims int64
 	// PassedInCommit counts the hand-offs written inside the holder's last
 	// data transaction, with the data (no transaction of their own): a
 	// part of Handoffs.
@@ -117,7 +124,7 @@ func (e *Engine) Stats() Stats {
 		ReclaimTTL: s.ReclaimTTL.Load(), DeadWaiters: s.DeadWaiters.Load(), Breaks: s.Breaks.Load(),
 		Abandoned: s.Abandoned.Load(), ReclaimUnknown: s.ReclaimUnknown.Load(),
 		PassedInCommit: s.PassedInCommit.Load(), LeaseWrites: s.LeaseWrites.Load(),
-		Confirmed: s.Confirmed.Load(), HintsRefused: s.HintsRefused.Load(),
+		Confirmed: s.Confirmed.Load(), HintsRefused: s.HintsRefused.Load(), InlineClaims: s.InlineClaims.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()

@@ -85,7 +85,7 @@ func (e *Engine) Status(ctx context.Context) ([]LaneStatus, error) {
 		return askHolders(e.base, platform.FileID{Dev: e.dev, Ino: e.ino}, qs, holderAnswerWait)
 	}
 	err := e.retryBusy(ctx, func() (err error) {
-		out, err = readStatus(ctx, e.db, e.probe, e.clock, e.locks, ask)
+		out, err = readStatus(ctx, e.db(), e.probe, e.clock, e.locks, ask)
 		return err
 	})
 	return out, err

@@ -66,7 +66,7 @@ func readActive(ctx context.Context, q querier, scope, lane string) (*row, error
 // connection, trying again after SQLITE_BUSY until ctx ends.
 func (l *laneState) readActive(ctx context.Context) (r *row, err error) {
 	err = l.e.retryBusy(ctx, func() (err error) {
-		r, err = readActive(ctx, l.e.db, l.scope, l.lane)
+		r, err = readActive(ctx, l.e.db(), l.scope, l.lane)
 		return err
 	})
 	return r, err
@@ -230,7 +230,7 @@ func enqueue(ctx context.Context, c *sql.Conn, scope, lane string, r registratio
 
 func (l *laneState) queueHasOthers(ctx context.Context) bool {
 	var n int
-	err := l.e.db.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM main._writer_queue WHERE scope = ? AND lane = ? AND holder_id <> ?)`,
+	err := l.e.db().QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM main._writer_queue WHERE scope = ? AND lane = ? AND holder_id <> ?)`,
 		l.scope, l.lane, l.e.holderID).Scan(&n)
 	return err == nil && n == 1
 }

@@ -11,6 +11,13 @@ import (
 // pool of path.
 func schemaReadyOn(t *testing.T, path string) bool {
 	t.Helper()
+	return schemaReadOn(t, path, SchemaReady)
+}
+
+// schemaReadOn is read (SchemaReady or schemaAsCreated) through a
+// connection of a plain go-sqlite3 pool of path.
+func schemaReadOn(t *testing.T, path string, read func(context.Context, driver.QueryerContext) (bool, error)) bool {
+	t.Helper()
 	ctx := context.Background()
 	c, err := rawDB(t, path).Conn(ctx)
 	if err != nil {
@@ -20,7 +27,7 @@ func schemaReadyOn(t *testing.T, path string) bool {
 	var ready bool
 	err = c.Raw(func(dc any) error {
 		var err error
-		ready, err = SchemaReady(ctx, dc.(driver.QueryerContext))
+		ready, err = read(ctx, dc.(driver.QueryerContext))
 		return err
 	})
 	if err != nil {
@@ -92,5 +99,43 @@ func TestTablesReadyOpensNoConnectionUntilTheFirstLease(t *testing.T) {
 	}
 	if active != 0 {
 		t.Fatal("the row naming this process in a lane it never used is still active after the first Acquire: not swept")
+	}
+}
+
+// TestSchemaAsCreatedOnlyForThisVersionsTables: the quick read answers for
+// the tables an engine of this version creates (so a connection's first
+// statement is not the column read), and not for tables that another
+// implementation created and an engine completed, nor with an index
+// missing — where SchemaReady reads the columns, or says not ready.
+func TestSchemaAsCreatedOnlyForThisVersionsTables(t *testing.T) {
+	asCreated := func(path string) bool {
+		t.Helper()
+		return schemaReadOn(t, path, schemaAsCreated)
+	}
+	fresh := newDB(t)
+	openEngine(t, fresh, nil).Close()
+	if !asCreated(fresh) {
+		t.Fatal("this version's tables are not recognised as created by it: every connection pays the column read")
+	}
+	if _, err := rawDB(t, fresh).Exec(`DROP INDEX ix_writer_queue_order`); err != nil {
+		t.Fatal(err)
+	}
+	if asCreated(fresh) || schemaReadyOn(t, fresh) {
+		t.Fatal("ready with the queue's index dropped")
+	}
+
+	original := newDB(t)
+	if _, err := rawDB(t, original).Exec(`CREATE TABLE _writer_leases (id INTEGER PRIMARY KEY, scope TEXT NOT NULL, lane TEXT NOT NULL,
+		holder_id TEXT NOT NULL, holder_pid INTEGER NOT NULL, epoch INTEGER NOT NULL, acquired_at INTEGER NOT NULL,
+		heartbeat_at INTEGER NOT NULL, ttl_ms INTEGER NOT NULL, reentrancy_depth INTEGER NOT NULL DEFAULT 1, active INTEGER NOT NULL DEFAULT 1);
+		CREATE UNIQUE INDEX ux_writer_leases_active ON _writer_leases(scope, lane) WHERE active = 1`); err != nil {
+		t.Fatal(err)
+	}
+	openEngine(t, original, nil).Close() // adds the columns and the queue
+	if asCreated(original) {
+		t.Fatal("another implementation's table, completed by ALTER TABLE, taken for this version's")
+	}
+	if !schemaReadyOn(t, original) {
+		t.Fatal("not ready after an engine completed another implementation's tables")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
 )
@@ -54,4 +55,22 @@ func TestStatusStoppedHolder(t *testing.T) {
 	a.send("commit")
 	a.expect("COMMITTED")
 	b.expect("INTX")
+}
+
+// TestInlineHolderWaitsForAStalledWaiter: as
+// TestInlineHolderServesWaitersInTheirOrder, with C (priority 10) stopped
+// across A's commit for 40 ms, as a loaded machine may deschedule it: A's
+// hand-off waits until C, which announced its wait, has queued or
+// registered (lease's gather, bounded at 100 ms), so C is still served
+// before B.
+func TestInlineHolderWaitsForAStalledWaiter(t *testing.T) {
+	inlineOrder(t, func(b, c *holder) func() {
+		if err := syscall.Kill(int(c.pid()), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			time.Sleep(40 * time.Millisecond) // (the stall itself, not a synchronisation)
+			syscall.Kill(int(c.pid()), syscall.SIGCONT)
+		}
+	})
 }

@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 
@@ -30,11 +32,14 @@ func (c *Connector) checkFileSystem(ctx context.Context) error {
 	if done {
 		return err
 	}
-	dir := databaseDir(c.path)
+	dir := fsDir(c.path)
 	info, derr := detectFileSystem(dir)
 	if derr != nil {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "cleolease: cannot tell the database's filesystem", slog.String("dir", dir), slog.String("err", derr.Error()))
 		return nil
+	}
+	if info.Network || info.FUSE || info.LiteFS {
+		dir = databaseDir(c.path) // named in the error or warning: its links resolved
 	}
 	err = decideFileSystem(ctx, dir, info, c.cfg.NetworkFS, c.log)
 	c.mu.Lock()
@@ -78,6 +83,34 @@ func decideFileSystem(ctx context.Context, dir string, info platform.FSInfo, pol
 		warn("cleolease: database on a FUSE filesystem: SQLite's locks and cleolease's lease hold only if its daemon implements POSIX locks for every process that opens the file")
 	}
 	return nil
+}
+
+// fsDir returns a directory whose filesystem holds the database SQLite
+// opens at path, for statfs(2) and stat(2), which follow links: the
+// directory of the file (of the link's target when the file is a
+// symbolic link: SQLite follows it, and its -wal and -journal live next to
+// the target), or of path itself when the file does not exist yet. The
+// result is absolute. Unlike databaseDir it leaves the links among the
+// path's directories unresolved (resolving them costs an lstat(2) per
+// component), except on Windows, whose FileSystem reads the path itself:
+// there it is databaseDir. It only reads links (lstat, readlink); it never
+// opens the database.
+func fsDir(path string) string {
+	if runtime.GOOS == "windows" {
+		// platform.FileSystem reads the path there (a UNC prefix, its
+		// volume), so a directory link to a share must be resolved.
+		return databaseDir(path)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if p, err := filepath.EvalSymlinks(path); err == nil {
+			path = p
+		}
+	}
+	dir := filepath.Dir(path)
+	if a, err := filepath.Abs(dir); err == nil {
+		dir = a
+	}
+	return dir
 }
 
 // databaseDir returns the directory whose filesystem holds the database

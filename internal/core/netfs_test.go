@@ -25,7 +25,7 @@ import (
 // lookups of dir.
 func fakeFS(t *testing.T, dir string, info platform.FSInfo, err error) *atomic.Int64 {
 	t.Helper()
-	dir = databaseDir(filepath.Join(dir, "x"))
+	dir = fsDir(filepath.Join(dir, "x"))
 	orig := detectFileSystem
 	var n atomic.Int64
 	detectFileSystem = func(d string) (platform.FSInfo, error) {

@@ -46,6 +46,9 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 	var confirm lease.Confirmer
 	if tx || k.fenceable {
 		confirm = confirmConn{lc}
+		if lc.c.passInCommit() {
+			confirm = inlineConn{confirmConn{lc}}
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		h, err := lc.c.acquire(ctx, confirm)
@@ -141,23 +144,19 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, contended bool) error {
 	if !contended {
 		// This process kept the lane (or took no lease): nobody else is
 		// expected to want the write lock, and SQLite's busy handler is
-		// the cheaper path. Not cancellable (go-sqlite3 reads nothing
-		// else from the context).
-		_, err := lc.Conn.ExecContext(context.Background(), "BEGIN IMMEDIATE", nil)
+		// the cheaper path. It waits as the base's own BEGIN would, ctx
+		// ending the wait as the base lets it (go-sqlite3 interrupts the
+		// statement, modernc's and ncruces's busy handlers return): a
+		// lock held outside the lease (a hand-written BEGIN IMMEDIATE, a
+		// process without cleolease) never keeps the caller past its
+		// context.
+		_, err := lc.Conn.ExecContext(ctx, "BEGIN IMMEDIATE", nil)
 		return err
 	}
 	bg := context.WithoutCancel(ctx)
 	// The user's busy_timeout (read each time: a PRAGMA through any path,
 	// Raw included, may have changed it) bounds the retries and is restored.
-	busyMS := 0
-	if rows, err := lc.Conn.QueryContext(bg, "PRAGMA busy_timeout", nil); err == nil {
-		v := make([]driver.Value, 1)
-		if rows.Next(v) == nil {
-			n, _ := v[0].(int64)
-			busyMS = int(n)
-		}
-		rows.Close()
-	}
+	busyMS, _ := lc.busyTimeout(bg)
 	if _, err := lc.Conn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
 		return err
 	}
@@ -182,6 +181,22 @@ func (lc *leaseConn) beginImmediate(ctx context.Context, contended bool) error {
 	}
 }
 
+// busyTimeout reads the connection's PRAGMA busy_timeout, in
+// milliseconds.
+func (lc *leaseConn) busyTimeout(ctx context.Context) (int, error) {
+	rows, err := lc.Conn.QueryContext(ctx, "PRAGMA busy_timeout", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return 0, err
+	}
+	n, _ := v[0].(int64)
+	return int(n), nil
+}
+
 // confirmConn is the connection a waiter told of its grant opens its
 // write transaction on, to confirm the grant inside it before the caller's
 // statements run (lease.Confirmer).
@@ -199,6 +214,35 @@ func (c confirmConn) QueryContext(ctx context.Context, query string, args []driv
 
 // Rollback ends that transaction.
 func (c confirmConn) Rollback() { c.lc.rollback() }
+
+// inlineConn is a confirmConn on which the engine may also claim a free
+// lane inside the write transaction itself (lease.InlineConfirmer): the
+// claim and its release are then part of the caller's one transaction.
+// Offered only where passInCommit holds (no ConnectHook callbacks see the
+// lease row).
+type inlineConn struct{ confirmConn }
+
+// TryBeginImmediate opens the write transaction only if SQLite's write
+// lock is free now (busy_timeout 0 for the one try, the user's restored).
+func (c inlineConn) TryBeginImmediate(ctx context.Context) (bool, error) {
+	lc := c.lc
+	bg := context.WithoutCancel(ctx)
+	busyMS, err := lc.busyTimeout(bg)
+	if err != nil {
+		return false, err
+	}
+	if busyMS != 0 {
+		if _, err := lc.Conn.ExecContext(bg, "PRAGMA busy_timeout = 0", nil); err != nil {
+			return false, err
+		}
+		defer lc.Conn.ExecContext(bg, "PRAGMA busy_timeout = "+strconv.Itoa(busyMS), nil)
+	}
+	_, err = lc.Conn.ExecContext(bg, "BEGIN IMMEDIATE", nil)
+	if err != nil && isBusy(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
 
 // isBusy reports SQLite's SQLITE_BUSY or SQLITE_LOCKED.
 func isBusy(err error) bool { return busy.Is(err) }
@@ -234,6 +278,12 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 	if f != nil {
 		open := !lc.autoCommit()
 		if err := f.Check(ctx, fenceQuerier{lc}, open); err != nil {
+			lc.rollback()
+			return err
+		}
+		// A grant claimed inside this transaction is released in it, or
+		// kept (lease.Fencing.EndInline); the driver's Hold is one write.
+		if err := f.EndInline(ctx, fenceQuerier{lc}, open, true); err != nil {
 			lc.rollback()
 			return err
 		}

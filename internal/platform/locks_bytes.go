@@ -95,7 +95,7 @@ func openSidecar(dbPath string, mode fs.FileMode, slot int64) (*byteLocks, error
 	p := SidecarPath(dbPath)
 	busy := false
 	for attempt := 0; attempt < 50; attempt++ {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, mode.Perm())
+		f, err := openSidecarFile(p, os.O_RDWR|os.O_CREATE, mode.Perm())
 		if err != nil {
 			if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
 				return nil, nil
@@ -124,7 +124,7 @@ func openSidecar(dbPath string, mode fs.FileMode, slot int64) (*byteLocks, error
 			f.Close()
 			return nil, err
 		}
-		if err := proveConflict(p, slot); err != nil {
+		if err := proveConflictOnce(f, p, slot); err != nil {
 			unlockRange(f, slot, 1)
 			f.Close()
 			return nil, err
@@ -141,7 +141,7 @@ func openSidecar(dbPath string, mode fs.FileMode, slot int64) (*byteLocks, error
 // sidecar at path to test locks through; tests replace it to give a
 // filesystem's answers.
 var openTester = func(path string) (ranges, func() error, error) {
-	f, err := os.Open(path)
+	f, err := openSidecarFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -35,6 +35,7 @@ func TestOpenLocksProvesConflict(t *testing.T) {
 	openTester = func(path string) (ranges, func() error, error) {
 		return deafRanges{}, func() error { return nil }, nil
 	}
+	provenDirs.Clear() // (the first open proved this directory)
 	l, err = OpenLocks(db, 0o644, SlotFor("a"))
 	if !errors.Is(err, ErrLocksIgnored) || l != nil {
 		t.Fatalf("OpenLocks where locks are ignored: %v, %v; want ErrLocksIgnored", l, err)
@@ -61,4 +62,38 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// The proof runs once per directory and filesystem in a process: a second
+// open of a sidecar in a proved directory (the last closer removed the
+// first one) does not open it again to test, another directory is proved.
+func TestOpenLocksProvesADirectoryOnce(t *testing.T) {
+	provenDirs.Clear()
+	real := openTester
+	t.Cleanup(func() { openTester = real })
+	tests := 0
+	openTester = func(path string) (ranges, func() error, error) {
+		tests++
+		return real(path)
+	}
+	dir := testdir.New(t)
+	for i, db := range []string{filepath.Join(dir, "a.db"), filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")} {
+		l, err := OpenLocks(db, 0o644, SlotFor("a"))
+		if err != nil || l == nil {
+			t.Fatalf("OpenLocks %d: %v, %v", i, l, err)
+		}
+		l.Close()
+	}
+	if tests != 1 {
+		t.Fatalf("three opens in one directory proved the locks %d times; want once", tests)
+	}
+	other := filepath.Join(testdir.New(t), "c.db")
+	l, err := OpenLocks(other, 0o644, SlotFor("a"))
+	if err != nil || l == nil {
+		t.Fatalf("OpenLocks in another directory: %v, %v", l, err)
+	}
+	l.Close()
+	if tests != 2 {
+		t.Fatalf("another directory proved %d times in all; want 2", tests)
+	}
 }

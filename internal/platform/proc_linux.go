@@ -27,7 +27,7 @@ func BootID() string {
 }
 
 var kernelBootID = sync.OnceValue(func() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	b, err := readFileNoPoll("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return "?"
 	}
@@ -48,7 +48,7 @@ func PIDNamespace() string {
 // or "" when the process does not exist, has exited (a zombie) or cannot
 // be read.
 func StartTime(pid int64) string {
-	b, err := os.ReadFile("/proc/" + pidString(pid) + "/stat")
+	b, err := readFileNoPoll("/proc/" + pidString(pid) + "/stat")
 	if err != nil {
 		return ""
 	}
@@ -81,7 +81,7 @@ func statStart(b []byte) (string, bool) {
 // proves the pid unused in this pid namespace. uid is the holder's
 // recorded uid (unused here).
 func LookupProcess(pid int64, uid string) (ProcState, string) {
-	if b, err := os.ReadFile("/proc/" + pidString(pid) + "/stat"); err == nil {
+	if b, err := readFileNoPoll("/proc/" + pidString(pid) + "/stat"); err == nil {
 		if st, ok := statStart(b); ok {
 			return ProcAlive, st
 		}

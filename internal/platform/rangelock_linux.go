@@ -4,6 +4,8 @@ package platform
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 
@@ -61,6 +63,33 @@ func fileMark(f *os.File, path string) (string, bool) {
 	}
 	b, err := pathIno(path)
 	return strconv.FormatUint(a, 10), err == nil && a == b
+}
+
+// openSidecarFile opens the sidecar (os.OpenFile's flag and perm) without
+// Go's network poller (openFileNoPoll).
+func openSidecarFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	return openFileNoPoll(path, flag, perm)
+}
+
+// fileFS names the filesystem holding the open file f for provenDirs: its
+// device and, where the kernel gives it (statx, Linux 5.8), its mount's
+// id, which another mount at the same directory does not share even when
+// it is given a device number freed by an earlier mount (FUSE and NFS
+// mounts get anonymous ones).
+func fileFS(f *os.File) (string, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_MNT_ID, &st); err == nil {
+		dev := unix.Mkdev(st.Dev_major, st.Dev_minor)
+		if st.Mask&unix.STATX_MNT_ID != 0 {
+			return fmt.Sprintf("%d/%d", dev, st.Mnt_id), nil
+		}
+		return fmt.Sprintf("%d", dev), nil
+	}
+	var fst unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &fst); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d", fst.Dev), nil
 }
 
 // tierByte is the sidecar byte on which every portable-tier process on

@@ -4,6 +4,7 @@ package platform
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 
@@ -65,6 +66,18 @@ func fileMark(f *os.File, path string) (string, bool) {
 	}
 	b, err := Stat(path)
 	return strconv.FormatUint(a.Ino, 10), err == nil && a == b.ID
+}
+
+// openSidecarFile opens the sidecar: os.OpenFile.
+func openSidecarFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag, perm)
+}
+
+// fileFS names the volume holding the open file f for provenDirs: its
+// serial number.
+func fileFS(f *os.File) (string, error) {
+	id, err := handleID(windows.Handle(f.Fd()))
+	return strconv.FormatUint(id.Dev, 10), err
 }
 
 // sameFile reports whether path names the open file f now: false when
