@@ -38,6 +38,9 @@ var diffSkips = map[string]string{}
 // ExecContext hands those to database/sql's prepared path); without, it
 // stays.
 func emptyQuery(o difftest.Op) bool {
+	if !strings.Contains(o.Via, "exec") && !strings.Contains(o.Via, "query") {
+		return false // begin, commit, conn, ...: no text
+	}
 	exec := o.Via == "exec" || o.Via == "cancelled-exec"
 	return difftest.EmptySQL(o.SQL) && (!exec || len(o.Args) > 0)
 }

@@ -206,6 +206,7 @@ func Cases() map[string][]Op {
 		Seq("query", "select a, b, c, e, typeof(b), typeof(c) from t order by a"),
 		Seq("queryrow", "select NULL"),
 	}
+	cases["arguments database/sql converts, prepared and not, in and out of a transaction"] = convertedArgsOps()
 	return cases
 }
 
