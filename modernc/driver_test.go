@@ -24,7 +24,8 @@ import (
 
 // roleEnv selects the role a re-executed test binary plays: "increment"
 // opens CLEOLEASE_DB with cleolease-modernc and increments its counter
-// CLEOLEASE_N times, each in its own transaction, then prints "done".
+// CLEOLEASE_N times, each in its own transaction, then prints "done";
+// CLEOLEASE_DSN_QUERY, when set, is appended to its DSN ("?_lease_mode=…").
 const roleEnv = "CLEOLEASE_MODERNC_DRIVER_ROLE"
 
 // hooked counts the connections modernc's package-level connection hook
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 }
 
 func increment() int {
-	db, err := sql.Open("cleolease-modernc", "file:"+os.Getenv("CLEOLEASE_DB"))
+	db, err := sql.Open("cleolease-modernc", "file:"+os.Getenv("CLEOLEASE_DB")+os.Getenv("CLEOLEASE_DSN_QUERY"))
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

@@ -25,7 +25,8 @@ import (
 
 // roleEnv selects the role a re-executed test binary plays: "increment"
 // opens CLEOLEASE_DB with cleolease-ncruces and increments its counter
-// CLEOLEASE_N times, each in its own transaction, then prints "done".
+// CLEOLEASE_N times, each in its own transaction, then prints "done";
+// CLEOLEASE_DSN_QUERY, when set, is appended to its DSN ("?_lease_mode=…").
 const roleEnv = "CLEOLEASE_NCRUCES_DRIVER_ROLE"
 
 func TestMain(m *testing.M) {
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 }
 
 func increment() int {
-	db, err := sql.Open(ncruces.DriverName, "file:"+os.Getenv("CLEOLEASE_DB"))
+	db, err := sql.Open(ncruces.DriverName, "file:"+os.Getenv("CLEOLEASE_DB")+os.Getenv("CLEOLEASE_DSN_QUERY"))
 	if err != nil {
 		fmt.Println("ERR", err)
 		return 1

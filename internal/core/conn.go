@@ -44,6 +44,9 @@ func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leas
 	if !lc.leased() {
 		return class{}, false, nil
 	}
+	if lc.tx != nil && lc.tx.abandoned.Load() {
+		return class{}, false, errTxAbandoned
+	}
 	inTx := lc.tx != nil
 	switch {
 	case known != nil:
@@ -81,7 +84,7 @@ func (lc *leaseConn) ExecContext(ctx context.Context, query string, args []drive
 		return nil, err
 	}
 	if !leased {
-		return lc.Conn.ExecContext(ctx, query, args)
+		return inTxGuarded(lc, func() (driver.Result, error) { return lc.Conn.ExecContext(ctx, query, args) })
 	}
 	return lc.leasedExec(ctx, k, func() (driver.Result, error) {
 		return lc.Conn.ExecContext(ctx, query, args)
@@ -97,7 +100,7 @@ func (lc *leaseConn) QueryContext(ctx context.Context, query string, args []driv
 		return nil, err
 	}
 	if !leased {
-		return lc.Conn.QueryContext(ctx, query, args)
+		return inTxGuarded(lc, func() (driver.Rows, error) { return lc.Conn.QueryContext(ctx, query, args) })
 	}
 	return lc.leasedQuery(ctx, k, func() (driver.Rows, error) {
 		return lc.Conn.QueryContext(ctx, query, args)
@@ -110,8 +113,12 @@ func (lc *leaseConn) leasedExec(ctx context.Context, k class, run func() (driver
 	if err != nil {
 		return nil, err
 	}
+	var g unwindGuard
+	defer g.onUnwind(w.abandon)
 	res, err := run()
-	if err := w.finish(err); err != nil {
+	err = w.finish(err)
+	g.finished()
+	if err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -124,12 +131,18 @@ func (lc *leaseConn) leasedQuery(ctx context.Context, k class, run func() (drive
 	if err != nil {
 		return nil, err
 	}
+	var g unwindGuard
+	defer g.onUnwind(w.abandon)
 	rows, err := run()
 	if err != nil {
-		return nil, w.finish(err)
+		err = w.finish(err)
+		g.finished()
+		return nil, err
 	}
 	buf, rowsErr := bufferRows(rows)
-	if err := w.finish(rowsErr); err != nil && err != rowsErr {
+	err = w.finish(rowsErr)
+	g.finished()
+	if err != nil && err != rowsErr {
 		if errors.Is(err, ErrLeaseLost) {
 			return nil, err
 		}

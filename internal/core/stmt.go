@@ -46,7 +46,7 @@ func (s *leaseStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 	}
 	run := func() (driver.Result, error) { return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args) }
 	if !leased {
-		return run()
+		return inTxGuarded(s.lc, run)
 	}
 	if s.returning && k.fenceable {
 		run = func() (driver.Result, error) { return s.execReturning(ctx, args) }
@@ -90,7 +90,7 @@ func (s *leaseStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 	}
 	run := func() (driver.Rows, error) { return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args) }
 	if !leased {
-		return run()
+		return inTxGuarded(s.lc, run)
 	}
 	return s.lc.leasedQuery(ctx, k, run)
 }

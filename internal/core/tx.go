@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"sync"
+	"sync/atomic"
 )
 
 // BeginTx starts a transaction. go-sqlite3 ignores driver.TxOptions
@@ -93,12 +94,26 @@ type leaseTx struct {
 	readOnly         bool
 	restoreQueryOnly bool
 	once             sync.Once
+	abandoned        atomic.Bool // rolled back as a panic unwound through it (unwind.go)
 }
 
 // Commit runs the fencing check inside the transaction and commits; if the
 // lease was lost it rolls back and returns an error wrapping ErrLeaseLost.
 func (tx *leaseTx) Commit() error {
 	defer tx.end()
+	if tx.abandoned.Load() {
+		return errTxAbandoned
+	}
+	var g unwindGuard
+	defer g.onUnwind(tx.abandon)
+	err := tx.commit()
+	g.finished()
+	return err
+}
+
+// commit is Commit's statements: the read-only transaction's COMMIT, or
+// the fenced commit of a write.
+func (tx *leaseTx) commit() error {
 	if tx.readOnly {
 		_, err := tx.lc.Conn.ExecContext(context.Background(), "COMMIT", nil)
 		if err != nil {
@@ -112,6 +127,9 @@ func (tx *leaseTx) Commit() error {
 // Rollback rolls the transaction back and ends its hold.
 func (tx *leaseTx) Rollback() error {
 	defer tx.end()
+	if tx.abandoned.Load() {
+		return nil
+	}
 	if !tx.readOnly {
 		return tx.w.abort()
 	}
