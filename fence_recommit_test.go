@@ -18,21 +18,43 @@ import (
 // TestSimulationRecommitHole). When the other connection drops the lease
 // tables instead, the check's read fails ("no such table") and has no data
 // version of its own to compare: it used to pass as the transaction's own
-// change (issue 28 item 4).
+// change (issue 28 item 4). A view or table named pragma_data_version,
+// in TEMP on the transaction's connection or in main, must not stand in
+// for the data version the check compares (issue 38 item 3): it did while
+// the check read it from the table-valued pragma_data_version.
 func TestCallersOwnCommitAndBeginAreFenced(t *testing.T) {
-	for name, change := range map[string]string{
-		"row deleted":          `DELETE FROM _writer_leases`,
-		"lease tables dropped": `DROP TABLE _writer_leases; DROP TABLE _writer_queue`,
+	const deleted = `DELETE FROM _writer_leases`
+	for name, c := range map[string]struct{ before, change string }{
+		"row deleted":          {change: deleted},
+		"lease tables dropped": {change: `DROP TABLE _writer_leases; DROP TABLE _writer_queue`},
+		"row deleted, a TEMP view named pragma_data_version": {
+			before: `CREATE TEMP VIEW pragma_data_version AS SELECT 1 AS data_version`, change: deleted},
+		"row deleted, a main table named pragma_data_version": {
+			before: `CREATE TABLE main.pragma_data_version(data_version INTEGER); INSERT INTO main.pragma_data_version VALUES (1)`,
+			change: deleted},
 	} {
-		t.Run(name, func(t *testing.T) { testCallersOwnCommitAndBegin(t, change) })
+		t.Run(name, func(t *testing.T) { testCallersOwnCommitAndBegin(t, c.before, c.change) })
 	}
 }
 
-func testCallersOwnCommitAndBegin(t *testing.T, change string) {
+// testCallersOwnCommitAndBegin runs before on the connection the
+// transaction then runs on, and change on another one while the caller's
+// own transactions are apart.
+func testCallersOwnCommitAndBegin(t *testing.T, before, change string) {
 	path, _ := newFile(t)
 	db := openLeased(t, "file:"+path)
 	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if before != "" {
+		if _, err := conn.ExecContext(ctx, before); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

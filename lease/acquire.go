@@ -49,6 +49,9 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 		root.l.mu.Unlock()
 		return &Hold{l: root.l, g: root.g, root: root}, nil
 	}
+	if e.isClosed() {
+		return nil, e.errf("acquire", scope, lane, ErrClosed, "")
+	}
 	if err := e.checkFile(false); err != nil {
 		return nil, err
 	}

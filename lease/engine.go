@@ -148,6 +148,7 @@ type Engine struct {
 	lanes  map[laneKey]*laneState
 	refs   int
 	closed bool
+	shut   atomic.Bool // closed, for a check without mu (isClosed)
 	// lastLane is the lane lane() returned last (lanes are never removed),
 	// so that a process writing one lane finds it without e.mu or a hash.
 	lastLane atomic.Pointer[laneState]
@@ -545,6 +546,7 @@ func (e *Engine) Close() error {
 	last := e.refs == 0
 	if last {
 		e.closed = true
+		e.shut.Store(true)
 		if registry[e.key] == e {
 			delete(registry, e.key)
 		}
@@ -593,11 +595,18 @@ func (e *Engine) lane(scope, lane string) *laneState {
 	l := e.lanes[k]
 	if l == nil {
 		l = newLane(e, scope, lane)
+		// A lane first used after Close is closed from the start (Close
+		// shut down the lanes it knew): its Acquire fails with ErrClosed.
+		l.closing = e.closed
 		e.lanes[k] = l
 	}
 	e.lastLane.Store(l)
 	return l
 }
+
+// isClosed reports whether the last Close has run (or is running), at the
+// cost of an atomic load.
+func (e *Engine) isClosed() bool { return e.shut.Load() }
 
 func (e *Engine) errf(op, scope, lane string, err error, reason string) *Error {
 	return &Error{Op: op, Path: e.path, Scope: scope, Lane: lane, Err: err, Reason: reason}

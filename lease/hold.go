@@ -298,20 +298,6 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh b
 	if seededBugSkipFence {
 		return true, 0, nil // the simulation's seeded bug (seededbug_on.go)
 	}
-	if !refresh {
-		rows, err := q.QueryContext(ctx, fenceVersionSQL, h.fenceArgs())
-		if err != nil {
-			return false, 0, err
-		}
-		dest := make([]driver.Value, 2)
-		err = rows.Next(dest)
-		rows.Close()
-		if err != nil {
-			return false, 0, err
-		}
-		dv, _ = dest[1].(int64)
-		return dest[0] != nil, dv, nil
-	}
 	if dv, err = readDataVersion(ctx, q); err != nil {
 		return false, 0, err
 	}
@@ -337,16 +323,15 @@ func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh b
 	return err == nil, dv, err
 }
 
-// fenceVersionSQL is the fencing read inside the caller's transaction:
-// one row, whose first column is 1 exactly when (holder, epoch) is the
-// active row of the lane (NULL otherwise) and whose second is the
-// connection's data version (see Fencing.dv), read in the same statement
-// so that the proof costs no extra step.
-const fenceVersionSQL = `SELECT (SELECT 1 FROM main._writer_leases WHERE scope = ? AND lane = ? AND active = 1 AND holder_id = ? AND epoch = ?), data_version FROM pragma_data_version`
-
-// readDataVersion returns the connection's PRAGMA data_version.
+// readDataVersion returns the connection's data version (see Fencing.dv)
+// with the statement PRAGMA main.data_version: on the caller's connection
+// nothing may stand in for it, and a table or view named
+// pragma_data_version in TEMP, main or an attached database would stand
+// in for the table-valued pragma_data_version (even written
+// main.pragma_data_version), reading the same version at both checks of a
+// transaction the caller ended and began again.
 func readDataVersion(ctx context.Context, q driver.QueryerContext) (int64, error) {
-	rows, err := q.QueryContext(ctx, "SELECT data_version FROM pragma_data_version", nil)
+	rows, err := q.QueryContext(ctx, "PRAGMA main.data_version", nil)
 	if err != nil {
 		return 0, err
 	}

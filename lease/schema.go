@@ -80,32 +80,72 @@ func (s schemaState) complete() bool {
 	return s.leases && s.queue && s.index && s.queueIndex && len(s.missingColumns) == 0
 }
 
-// schemaSQL reads what sqlite_master and the two tables' columns say, in
-// one statement (a connection's first statements cost a prepare each; an
-// engine opens with this read): a row per lease table or index present,
-// its type, its name, and for the lease and queue tables their column
-// names, comma-separated (NULL for an index).
-const schemaSQL = `SELECT m.type, m.name, CASE WHEN m.type = 'table' THEN (SELECT group_concat(c.name, ',') FROM pragma_table_info(m.name, 'main') c) END
-		FROM main.sqlite_master m WHERE m.name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`
+// The schema read names nothing a user's object can shadow: the schema
+// table as main.sqlite_master (no user object may be named sqlite_*),
+// each table's columns with the statement PRAGMA main.table_info, not the
+// table-valued pragma_table_info, which a table or view of that name in
+// TEMP, main or an attached database would stand in for.
 
-// readSchema reads schemaSQL through q.
+// schemaObjectsSQL reads a row per lease table or index present: its type
+// and name.
+const schemaObjectsSQL = `SELECT type, name FROM main.sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`
+
+// tableInfoSQL is the statement that lists the columns of lease table
+// name (one of the two constant names: no quoting needed).
+func tableInfoSQL(name string) string { return "PRAGMA main.table_info(" + name + ")" }
+
+// readSchema reads the lease objects and the lease tables' columns
+// through q.
 func readSchema(ctx context.Context, q querier) (schemaState, error) {
-	var s schemaState
-	rows, err := q.QueryContext(ctx, schemaSQL)
-	if err != nil {
-		return s, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var typ, name string
-		var list sql.NullString
-		if err := rows.Scan(&typ, &name, &list); err != nil {
-			return s, err
+	return readSchemaVia(ctx, func(query string, n int, row func([]string)) error {
+		rows, err := q.QueryContext(ctx, query)
+		if err != nil {
+			return err
 		}
-		s.saw(typ, name, list.String)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		out := make([]string, n)
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				return err
+			}
+			for i := range out {
+				out[i] = vals[i].String
+			}
+			row(out)
+		}
+		return rows.Err()
+	})
+}
+
+// readSchemaVia reads the lease objects (schemaObjectsSQL) and, for each
+// lease table present, its column names (tableInfoSQL: column 1), through
+// each, which runs query and calls row with the first n columns of every
+// row as text.
+func readSchemaVia(ctx context.Context, each func(query string, n int, row func([]string)) error) (schemaState, error) {
+	var s schemaState
+	type object struct{ typ, name string }
+	var objects []object
+	if err := each(schemaObjectsSQL, 2, func(v []string) { objects = append(objects, object{v[0], v[1]}) }); err != nil {
 		return s, err
+	}
+	for _, o := range objects {
+		var names []string
+		if o.typ == "table" {
+			err := each(tableInfoSQL(o.name), 2, func(v []string) { names = append(names, v[1]) })
+			if err != nil {
+				return s, err
+			}
+		}
+		s.saw(o.typ, o.name, strings.Join(names, ","))
 	}
 	s.settle()
 	return s, nil
@@ -121,27 +161,25 @@ func SchemaReady(ctx context.Context, q driver.QueryerContext) (bool, error) {
 	if ready, err := schemaAsCreated(ctx, q); ready || err != nil {
 		return ready, err
 	}
-	var s schemaState
-	err := eachText3(ctx, q, schemaSQL, func(typ, name, list string) bool {
-		s.saw(typ, name, list)
-		return true
+	s, err := readSchemaVia(ctx, func(query string, n int, row func([]string)) error {
+		return eachText(ctx, q, query, n, func(v []string) bool { row(v); return true })
 	})
 	if err != nil {
 		return false, err
 	}
-	s.settle()
 	return s.complete(), nil
 }
 
-// eachText3 runs query, whose rows have three TEXT (or NULL) columns, on
-// q and calls row with each row's values until it returns false.
-func eachText3(ctx context.Context, q driver.QueryerContext, query string, row func(a, b, c string) bool) error {
+// eachText runs query on q and calls row with the first n columns of
+// each row as text (TEXT or NULL: "") until it returns false.
+func eachText(ctx context.Context, q driver.QueryerContext, query string, n int, row func([]string) bool) error {
 	rows, err := q.QueryContext(ctx, query, nil)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	dest := make([]driver.Value, 3)
+	dest := make([]driver.Value, len(rows.Columns()))
+	out := make([]string, n)
 	for {
 		err := rows.Next(dest)
 		if err == io.EOF {
@@ -150,10 +188,10 @@ func eachText3(ctx context.Context, q driver.QueryerContext, query string, row f
 		if err != nil {
 			return err
 		}
-		a, _ := textValue(dest[0])
-		b, _ := textValue(dest[1])
-		c, _ := textValue(dest[2])
-		if !row(a, b, c) {
+		for i := range out {
+			out[i], _ = textValue(dest[i])
+		}
+		if !row(out) {
 			return nil
 		}
 	}
@@ -177,12 +215,13 @@ var createdTables = map[string]string{
 // schemaAsCreated reports whether the lease tables are exactly as this
 // version creates them (createdTables) and both indexes are present: then
 // every column is, without asking SQLite for each table's columns — a
-// table-valued pragma per table, the dearer part of SchemaReady's read on
+// PRAGMA main.table_info per table, the dearer part of SchemaReady's read on
 // a connection's first statement. false says only that the tables are
 // not as created here; SchemaReady then reads their columns.
 func schemaAsCreated(ctx context.Context, q driver.QueryerContext) (bool, error) {
 	seen, other := 0, false
-	err := eachText3(ctx, q, schemaAsCreatedSQL, func(typ, name, text string) bool {
+	err := eachText(ctx, q, schemaAsCreatedSQL, 3, func(v []string) bool {
+		typ, name, text := v[0], v[1], v[2]
 		switch want, table := createdTables[name]; {
 		case table && typ == "table" && text == want, !table && typ == "index":
 			seen++
@@ -206,7 +245,8 @@ func textValue(v driver.Value) (string, bool) {
 	return "", false
 }
 
-// saw records one row of schemaSQL.
+// saw records one lease object: its type, its name and, for a table, its
+// column names, comma-separated.
 func (s *schemaState) saw(typ, name, columns string) {
 	switch name {
 	case "_writer_leases":

@@ -127,19 +127,50 @@ func classifySQL(base sqlbase.Driver, sc sqlbase.Conn, query string) (class, err
 }
 
 // hasOtherDatabases reports whether the connection has TEMP objects or an
-// attached database (a read: it changes nothing, changes() included).
+// attached database (reads: they change nothing, changes() included). It
+// names nothing a user's object can shadow: temp.sqlite_master, and the
+// statement PRAGMA database_list rather than the table-valued
+// pragma_database_list (a TEMP or main table of that name would stand in
+// for it, hiding an attached database). When it cannot tell, the answer
+// is yes.
 func hasOtherDatabases(sc sqlbase.Conn) bool {
-	rows, err := sc.QueryContext(context.Background(), `SELECT EXISTS (SELECT 1 FROM temp.sqlite_master) OR EXISTS (SELECT 1 FROM pragma_database_list WHERE name NOT IN ('main', 'temp'))`, nil)
+	ctx := context.Background()
+	rows, err := sc.QueryContext(ctx, `SELECT EXISTS (SELECT 1 FROM temp.sqlite_master)`, nil)
+	if err != nil {
+		return true
+	}
+	v := make([]driver.Value, 1)
+	err = rows.Next(v)
+	rows.Close()
+	if n, _ := v[0].(int64); err != nil || n != 0 {
+		return true
+	}
+	rows, err = sc.QueryContext(ctx, "PRAGMA database_list", nil)
 	if err != nil {
 		return true
 	}
 	defer rows.Close()
-	v := make([]driver.Value, 1)
-	if rows.Next(v) != nil {
-		return true
+	row := make([]driver.Value, len(rows.Columns())) // seq, name, file
+	for {
+		switch err := rows.Next(row); {
+		case err == io.EOF:
+			return false
+		case err != nil || len(row) < 2:
+			return true
+		}
+		switch name := row[1].(type) {
+		case string:
+			if name != "main" && name != "temp" {
+				return true
+			}
+		case []byte:
+			if n := string(name); n != "main" && n != "temp" {
+				return true
+			}
+		default:
+			return true
+		}
 	}
-	n, _ := v[0].(int64)
-	return n != 0
 }
 
 // prepareTimePragma reports a statement text starting with PRAGMA or
