@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"sync/atomic"
 
 	"github.com/cleocode/cleolease/internal/sqlbase"
 	"github.com/cleocode/cleolease/lease"
@@ -30,6 +31,9 @@ type leaseConn struct {
 	fence       map[string]driver.Stmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
+	// exposed: the application reached the base's connection
+	// (OuterConn.Base), so no lease write runs on it (passInCommit).
+	exposed atomic.Bool
 }
 
 // route decides how a statement string runs on this connection: directly

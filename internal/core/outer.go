@@ -38,8 +38,15 @@ var (
 )
 
 // Base returns the base's own connection. Statements run directly on it
-// bypass the writer lease and the fencing check.
-func (c *OuterConn) Base() driver.Conn { return c.inner.Conn }
+// bypass the writer lease and the fencing check. From then on the
+// connection may carry the application's callbacks (an update hook, an
+// authorizer, a trace), so no lease write runs on it for the rest of its
+// life: its turns hand off and claim on the engine's own connection
+// (leaseConn.passInCommit).
+func (c *OuterConn) Base() driver.Conn {
+	c.inner.exposed.Store(true)
+	return c.inner.Conn
+}
 
 // OwnConnector makes Close close the connection's connector too: for a
 // connection opened by a driver's Open, which made a connector for it.

@@ -46,7 +46,7 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 	var confirm lease.Confirmer
 	if tx || k.fenceable {
 		confirm = confirmConn{lc}
-		if lc.c.passInCommit() {
+		if lc.passInCommit() {
 			confirm = inlineConn{confirmConn{lc}}
 		}
 	}
@@ -283,11 +283,14 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 		}
 		// A grant claimed inside this transaction is released in it, or
 		// kept (lease.Fencing.EndInline); the driver's Hold is one write.
-		if err := f.EndInline(ctx, fenceQuerier{lc}, open, true); err != nil {
+		// Kept, and released later on the engine's connection, when the
+		// application reached this connection during the transaction
+		// (passInCommit): its callbacks must not see the release.
+		if err := f.EndInline(ctx, fenceQuerier{lc}, open, lc.passInCommit()); err != nil {
 			lc.rollback()
 			return err
 		}
-		if open && lc.c.passInCommit() {
+		if open && lc.passInCommit() {
 			p, err := f.Pass(ctx, fenceQuerier{lc})
 			if err != nil {
 				lc.rollback()
@@ -318,6 +321,14 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 // authorizer, a trace) that must never see the lease rows; there the hold
 // hands off on the engine's own connection, whose callbacks are cleared.
 func (c *Connector) passInCommit() bool { return !c.drvBase.Hooked() }
+
+// passInCommit is the connector's answer for this connection, and no once
+// the application has reached the base's own connection (OuterConn.Base:
+// sql.Conn.Raw, then SQLiteConn, Raw, NcrucesConn, ModerncConn or
+// Unwrap), where it may have registered callbacks of its own. Neither the
+// next holder's grant (Fencing.Pass) nor the claim of a free lane
+// (inlineConn) is then written on it.
+func (lc *leaseConn) passInCommit() bool { return lc.c.passInCommit() && !lc.exposed.Load() }
 
 // fenceQuerier serves the fencing checks from statements prepared once
 // per connection: they send the same few query texts for every hold of an
