@@ -313,7 +313,12 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		// grants (stale.go). Briefly: Open holds the registry, and a row
 		// left for now is taken over by its claim (handedToUs) or swept
 		// when a waiter registers for its lane.
-		if opts.TablesReady {
+		//
+		// A file on which this process's last engine left a row at Close
+		// (leftRows) is swept here whatever TablesReady says: an engine
+		// that neither listens nor sweeps would leave that row to stall
+		// every waiter, since this process holds its liveness lock again.
+		if _, left := leftRows.LoadAndDelete(key); opts.TablesReady && !left {
 			e.sweepDue.Store(true)
 		} else {
 			e.sweepOpen(ctx)
@@ -324,6 +329,12 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 	}
 	return e, nil
 }
+
+// leftRows holds the file keys (Engine.key) on which the last Close of
+// this process's engine left a row naming the process: a release or
+// hand-off at close that failed (the write lock not free within its
+// bound). The next Open of the file sweeps at once (sweepOpen).
+var leftRows sync.Map
 
 // sweepOpen is Open's sweep of rows naming this process (sweepStale),
 // bounded by a second.
@@ -560,8 +571,13 @@ func (e *Engine) Close() error {
 	if !last {
 		return nil
 	}
+	left := false
 	for _, l := range lanes {
 		l.shutdown()
+		left = left || l.rowLeft()
+	}
+	if left && !e.opts.MemoryOnly {
+		leftRows.Store(e.key, struct{}{})
 	}
 	e.hbStop()
 	e.wg.Wait()

@@ -163,6 +163,8 @@ func openRole(path string, linger time.Duration) (*Engine, *sql.DB, bool) {
 //	        context's) and stay alive until the next line.
 //	count:  CLEOLEASE_N read-modify-write increments under the lease.
 //
+// CLEOLEASE_WAIT (a duration) bounds the roles' waits (an hour otherwise):
+// at the bound Acquire fails with ErrUnavailable, printed "ERR …".
 // CLEOLEASE_NO_FALLBACK (non-empty) turns the waiters' fallback poll off
 // (noFallback): they look only when something rings.
 func runRole(role string) int {
@@ -191,6 +193,9 @@ func runRole(role string) int {
 	defer db.Close()
 	ctx := context.Background()
 	opts := AcquireOptions{Priority: prio, Wait: time.Hour, Require: true}
+	if v := os.Getenv("CLEOLEASE_WAIT"); v != "" {
+		opts.Wait, _ = time.ParseDuration(v)
+	}
 	stdin := bufio.NewScanner(os.Stdin)
 	switch role {
 	case "pingpong":

@@ -134,6 +134,15 @@ func (l *laneState) me() holder {
 	return holder{ID: l.e.holderID, PID: l.e.pid, Start: l.e.holderStart(), Slot: slot}
 }
 
+// rowLeft reports whether the lane's row still names this process after
+// shutdown: its release or hand-off at close failed.
+func (l *laneState) rowLeft() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.held.row
+	return g != nil && !g.lost.Load()
+}
+
 // shutdown is the lane's part of Engine.Close.
 func (l *laneState) shutdown() {
 	l.mu.Lock()
