@@ -52,6 +52,12 @@ func (c *claimRun) saw(r *row) {
 	if r != nil && r.epoch > c.above {
 		c.above = r.epoch
 	}
+	if r != nil {
+		// The lane has carried this epoch: no row of this process at or
+		// below it is ever a grant (lateGrant), also in an engine that
+		// opened since the process last used the lane.
+		c.l.epochs.note(r.epoch)
+	}
 }
 
 // handedToUs reports whether a row that names this process at epoch is a

@@ -322,8 +322,11 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 // to a claim that gave up (or whose grant datagram reached no claim):
 // only then is it adopted. A job that only checks (checkStale) follows no
 // claim that could have been granted; a grant is above every epoch this
-// process has seen the lane carry, and above the row the quitting claim
-// read when that row named this process (one it was not handed).
+// process has seen the lane carry (the claims' reads included: claimRun.saw
+// notes them), and above the row the quitting claim read, whoever it named:
+// a grant to that claim follows that row, so a row at or below its epoch
+// naming this process is one a restore brought back (or one this claim was
+// not handed), whose epoch + 1 the file has issued already.
 func (l *laneState) lateGrant(job settler, r *row) bool {
 	if !job.quit && !job.ring {
 		return false
@@ -331,7 +334,7 @@ func (l *laneState) lateGrant(job settler, r *row) bool {
 	if !l.newEpoch(r.epoch) {
 		return false
 	}
-	return !(job.quit && job.seen.known && job.seen.holder == l.e.holderID && r.epoch <= job.seen.epoch)
+	return !(job.quit && job.seen.known && r.epoch <= job.seen.epoch)
 }
 
 // settleTx is one try (no wait for SQLite's write lock) of the settle's
