@@ -52,6 +52,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 	if e.isClosed() {
 		return nil, e.errf("acquire", scope, lane, ErrClosed, "")
 	}
+	e.followIfDue() // a removed sidecar, reported by the file watch (sidecarfollow.go)
 	if err := e.checkFile(false); err != nil {
 		return nil, err
 	}

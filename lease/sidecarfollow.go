@@ -17,33 +17,34 @@ import (
 // in both), and the engine asks them to look, without a cost on the
 // Acquire and Release paths:
 //
-//   - (a) at once when the file watch reports the sidecar's (or the
-//     nonce's) unlink, rename or link-count change (platform.SidecarWatch:
-//     inotify, Linux tier);
+//   - (a) at the process's next lease use (Acquire: followIfDue, before a
+//     claim announces its want), once the file watch has reported the
+//     sidecar's (or the nonce's) unlink, rename or link-count change
+//     (platform.SidecarWatch: inotify, Linux tier) — the report itself
+//     only records it (followDue);
 //   - (b) at once when a registration reaches this process from a waiter
 //     whose recorded mark (holder_start's 4th field) names a file this
 //     process does not see (noteWaiter): a process that opened after the
-//     removal;
+//     removal, and uses the directory;
 //   - (c) on every heartbeat tick, every TTL/3, whatever happened: the
 //     portable tier, Windows, a lost event, a waiter that could not
 //     register.
 //
-// All three run followSidecar on the heartbeat goroutine, one at a time,
-// with two exceptions, so that a process never litters a directory being
-// removed with a new sidecar:
+// (b) and (c) run followSidecar on the heartbeat goroutine, (a) on the
+// caller's, one at a time. The watch's report never creates anything:
+// a directory removed whole (rm -r, a test's temporary directory while
+// the database is still open) would otherwise get a new sidecar from the
+// report of its first unlink, and its removal fail "directory not
+// empty". Nothing moves once the database file itself is gone or
+// replaced (checkFile): there is nothing left to coordinate, and the
+// engine refuses every later use with ErrFileChanged.
 //
-//   - a removal that the file watch reports while this process has no
-//     stake in any lane (it holds no row, no writer is in a lane's gate,
-//     none waits: hasStake) is only recorded (followDue); the process
-//     moves at its next claim (followIfDue, before the claim announces
-//     its want) or heartbeat tick. Nobody needs an idle process's locks
-//     in the new file: a newcomer waits only for a holder, and a holder
-//     has a stake. A directory removed whole (rm -r, a test's temporary
-//     directory) then gets no new sidecar from the watch's report of its
-//     first unlink.
-//   - nothing moves once the database file itself is gone or replaced
-//     (checkFile): there is nothing left to coordinate, and the engine
-//     refuses every later use with ErrFileChanged.
+// Until a holder moves, a process that opened after the removal finds no
+// lock of it in the new file: the holder's row names the removed file
+// (its mark), so the newcomer cannot test its liveness lock and judges it
+// by its pid (alive, elsewhere: probeHolder), and a holder with a
+// doorbell on this file is not reclaimed (reclaimable) but registered
+// with — which moves it (b).
 // A move changes this process's mark: holder_start from then on names the
 // new file (holderStart), and the file watch follows it. With a sidecar
 // directory, the nonce file is re-read at the same moments (see
@@ -81,41 +82,12 @@ func (e *Engine) sidecarWatch() platform.SidecarWatch {
 }
 
 // sidecarRemoved is the heartbeat goroutine's answer to the file watch's
-// report of a removal: followSidecar at once when this process has a
-// stake in a lane, else only a record of it (followDue).
-func (e *Engine) sidecarRemoved() {
-	e.followDue.Store(true)
-	if e.hasStake() {
-		e.followSidecar()
-	}
-}
-
-// hasStake reports whether this process holds a lane's row, has a writer
-// in a lane's gate (claiming, holding or committing) or one waiting for
-// it: whether peers may need its locks in the liveness files now.
-func (e *Engine) hasStake() bool {
-	e.mu.Lock()
-	lanes := make([]*laneState, 0, len(e.lanes))
-	for _, l := range e.lanes {
-		lanes = append(lanes, l)
-	}
-	e.mu.Unlock()
-	for _, l := range lanes {
-		if l.waiting.Load() > 0 {
-			return true
-		}
-		l.mu.Lock()
-		stake := l.held.row != nil || !l.gate.freeLocked()
-		l.mu.Unlock()
-		if stake {
-			return true
-		}
-	}
-	return false
-}
+// report of a removal: only a record of it (followDue), which the next
+// lease use follows (followIfDue).
+func (e *Engine) sidecarRemoved() { e.followDue.Store(true) }
 
 // followIfDue is followSidecar when a removal was recorded and not yet
-// followed (followDue): a claim's first step, at the cost of an atomic
+// followed (followDue): Acquire's first step, at the cost of an atomic
 // load otherwise.
 func (e *Engine) followIfDue() {
 	if e.followDue.Load() {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
 )
@@ -71,21 +72,34 @@ func TestSidecarRemovedWhileIdleMovesAtTheNextClaim(t *testing.T) {
 	}
 }
 
-// A removal reported while the process holds a lane's row moves it at
-// once: a waiter that opens afterwards announces its want in the new file.
-func TestSidecarRemovedWhileHoldingMovesAtOnce(t *testing.T) {
-	e := openEngine(t, newDB(t), nil)
+// A removal reported while the process holds a lane's row (a stake) is
+// followed at its next lease use, not from the heartbeat goroutine that
+// got the report: a directory removed whole while the database is open
+// and its row lingers (a test's temporary directory) got a new sidecar
+// from the report of its first unlink, and its removal failed "directory
+// not empty" (issue 39). The holder's next Acquire — here on the fast
+// path, the row still its own — moves it.
+func TestSidecarRemovedWhileHoldingMovesAtTheNextUse(t *testing.T) {
+	e := openEngine(t, newDB(t), func(o *Options) { o.Linger = time.Hour })
 	needFollowingLocks(t, e)
 	before := e.locks.Mark()
 	h, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Require: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Release()
+	h.Release() // the row lingers: a stake
 	removeSidecar(t, e.base)
-	e.sidecarRemoved()
+	e.sidecarRemoved() // what the heartbeat goroutine runs on the watch's report
+	if sidecarExists(t, e.base) {
+		t.Fatal("the report of the removal created a new sidecar (from the heartbeat goroutine)")
+	}
+	h, err = e.Acquire(context.Background(), "s", "l", AcquireOptions{Require: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
 	if !sidecarExists(t, e.base) {
-		t.Fatal("a holder did not move to a new sidecar at the report of the removal")
+		t.Fatal("the holder's next Acquire did not move it to a new sidecar")
 	}
 	if e.locks.Mark() == before {
 		t.Fatalf("the holder still marks the removed sidecar (%q)", before)
