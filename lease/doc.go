@@ -147,10 +147,13 @@
 //     keeps its lane until its heartbeat is older than its TTL, and the
 //     bound counts from then;
 //   - every process sees the liveness files: after the sidecar was
-//     removed or replaced, the bound counts from when the holder notices
-//     (at once on Linux, by its file watch or the registration of a
-//     waiter that opened the new file; elsewhere at its next heartbeat,
-//     within TTL/3: sidecarfollow.go);
+//     removed or replaced, the bound counts from when the holder moves
+//     to the new file — at its next lease use once its file watch
+//     reported the removal (Linux; the report itself creates nothing, so
+//     that a directory being removed whole is not given a new sidecar),
+//     at once when a waiter that opened the new file registers with it,
+//     and otherwise at its next heartbeat, within TTL/3
+//     (sidecarfollow.go);
 //   - SQLite's write lock is not kept longer by writers that take no
 //     lease, and the file stays where the engine opened it.
 //

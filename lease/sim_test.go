@@ -53,7 +53,10 @@ import (
 //     whose Acquire failed may give up for a while;
 //   - the sidecar is replaced: processes opened from then on lock a new
 //     generation of it, where their want bytes, lifetime locks and
-//     tickets are; the engines that follow it (platform.Follower) move;
+//     tickets are; the engines that follow it (platform.Follower) move —
+//     at a lease use or a registration naming the new generation, or at
+//     a heartbeat, never on the file watch's report alone
+//     (sidecarfollow.go);
 //   - the file is backed up (VACUUM INTO), or the last backup is restored
 //     over it in place with SQLite's backup API while the processes keep
 //     it open (issue 31: old lease rows and epochs come back, naming
