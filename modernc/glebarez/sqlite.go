@@ -21,6 +21,11 @@
 //
 // One difference from the fork: LogSqlStatements has no effect (modernc.org/sqlite
 // has no statement log; use cleolease's Config.Logger or a tracing driver).
+// cleolease's modernc/internal/glebareztest, a module with that replace
+// line, runs the second block.
+//
+//snippet:nocompile replace
+//snippet:nocompile gorm.Open
 package sqlite
 
 import (
