@@ -82,13 +82,89 @@ import (
 // ddlSidecar is the table of the recorded token: one row (id 1); boot is
 // the boot id of the process that recorded it, written_at milliseconds
 // since the Unix epoch when one of its processes last claimed or
-// heartbeat with it.
+// heartbeat with it. The nullable columns (sidecarColumns; added to the
+// tables of earlier versions, which leave them NULL) tell a record of
+// another file and a recorder that has gone from a live place: db_dev and
+// db_ino are the database file's identity, recorder_id, recorder_pid and
+// recorder_start the recording process (a holder, as the lease rows name
+// one: probeHolder), sidecar the path of its liveness file.
 const ddlSidecar = `CREATE TABLE IF NOT EXISTS main._writer_sidecar (
 	id INTEGER PRIMARY KEY CHECK (id = 1),
 	nonce TEXT NOT NULL,
 	boot TEXT NOT NULL,
-	written_at INTEGER NOT NULL
+	written_at INTEGER NOT NULL,
+	db_dev INTEGER,
+	db_ino INTEGER,
+	recorder_id TEXT,
+	recorder_pid INTEGER,
+	recorder_start TEXT,
+	sidecar TEXT
 )`
+
+// sidecarColumns are the columns of _writer_sidecar that earlier versions
+// did not create, with their declarations.
+var sidecarColumns = [][2]string{
+	{"db_dev", "INTEGER"}, {"db_ino", "INTEGER"}, {"recorder_id", "TEXT"},
+	{"recorder_pid", "INTEGER"}, {"recorder_start", "TEXT"}, {"sidecar", "TEXT"},
+}
+
+// sidecarRecord is the row of _writer_sidecar. The fields of the nullable
+// columns are zero where an earlier version wrote the row.
+type sidecarRecord struct {
+	nonce, boot   string
+	writtenAt     int64
+	dbDev, dbIno  int64
+	recorder      holder
+	sidecar       string
+	knowsFile     bool // db_dev and db_ino are set
+	knowsRecorder bool // recorder_pid is set
+}
+
+const sidecarRecordSQL = `SELECT nonce, boot, written_at, db_dev, db_ino, recorder_id, recorder_pid, recorder_start, sidecar FROM main._writer_sidecar WHERE id = 1`
+
+// readSidecarRecord reads the record on c, inside the caller's write
+// transaction, adding the columns an earlier version's table lacks
+// (sidecarColumns) first. Errors as QueryRow's (sql.ErrNoRows: no record;
+// "no such table": missingSidecarTable).
+func readSidecarRecord(ctx context.Context, c *sql.Conn) (sidecarRecord, error) {
+	var r sidecarRecord
+	var dev, ino, pid sql.NullInt64
+	var id, start, side sql.NullString
+	scan := func() error {
+		return c.QueryRowContext(ctx, sidecarRecordSQL).Scan(&r.nonce, &r.boot, &r.writtenAt, &dev, &ino, &id, &pid, &start, &side)
+	}
+	err := scan()
+	if err != nil && strings.Contains(err.Error(), "no such column") {
+		for _, col := range sidecarColumns {
+			_, aerr := c.ExecContext(ctx, `ALTER TABLE main._writer_sidecar ADD COLUMN `+col[0]+` `+col[1])
+			if aerr != nil && !strings.Contains(aerr.Error(), "duplicate column") {
+				return r, aerr
+			}
+		}
+		err = scan()
+	}
+	r.dbDev, r.dbIno, r.knowsFile = dev.Int64, ino.Int64, dev.Valid && ino.Valid
+	r.recorder = holder{ID: id.String, PID: pid.Int64, Start: start.String}
+	r.knowsRecorder = pid.Valid
+	r.sidecar = side.String
+	return r, err
+}
+
+// sameFile reports whether the record names this engine's database file
+// (true when it does not say).
+func (e *Engine) sameFile(r sidecarRecord) bool {
+	return !r.knowsFile || (uint64(r.dbDev) == e.dev && uint64(r.dbIno) == e.ino)
+}
+
+// recorderGone reports whether the record's recorder has provably gone
+// (its pid is free or another process's), with the reason.
+func (e *Engine) recorderGone(r sidecarRecord) (bool, string) {
+	if !r.knowsRecorder || r.recorder.ID == e.holderID {
+		return false, ""
+	}
+	v := probeHolder(e.holderID, nil, r.recorder, e.opts.RemoteHolders)
+	return v.dead(), v.reason
+}
 
 // besidePrefix starts the token of the sidecar beside the database.
 const besidePrefix = "beside:"
@@ -286,13 +362,15 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 	default:
 		return nil
 	}
-	var nonce, boot string
-	var writtenAt int64
-	err := c.QueryRowContext(ctx, `SELECT nonce, boot, written_at FROM main._writer_sidecar WHERE id = 1`).Scan(&nonce, &boot, &writtenAt)
+	rec, err := readSidecarRecord(ctx, c)
+	nonce, boot, writtenAt := rec.nonce, rec.boot, rec.writtenAt
 	mine := p.token()
 	record := func(how string) error {
-		_, err := c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at) VALUES (1, ?1, ?2, ?3)
-			ON CONFLICT (id) DO UPDATE SET nonce = ?1, boot = ?2, written_at = ?3`, mine, bootID(), e.nowMS())
+		_, err := c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at, db_dev, db_ino, recorder_id, recorder_pid, recorder_start, sidecar)
+			VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+			ON CONFLICT (id) DO UPDATE SET nonce = ?1, boot = ?2, written_at = ?3, db_dev = ?4, db_ino = ?5,
+			recorder_id = ?6, recorder_pid = ?7, recorder_start = ?8, sidecar = ?9`,
+			mine, bootID(), e.nowMS(), int64(e.dev), int64(e.ino), e.holderID, e.pid, e.holderStart(), platform.SidecarPath(e.base))
 		if err == nil {
 			p.recorded(mine)
 			if how != "" {
@@ -315,10 +393,10 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 		return err
 	case current:
 		p.recorded(mine)
-		if op == "claim" && age > e.opts.TTL.Milliseconds()/3 {
-			_, err = c.ExecContext(ctx, `UPDATE main._writer_sidecar SET written_at = ? WHERE id = 1`, e.nowMS())
+		if op == "claim" && (age > e.opts.TTL.Milliseconds()/3 || !rec.knowsFile) {
+			return record("")
 		}
-		return err
+		return nil
 	case op == "bootstrap":
 		if boot != bootID() || earlier {
 			return record("of another boot or an earlier nonce of this process")
@@ -330,33 +408,58 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 		return record("(an earlier nonce of this directory)")
 	case age > e.opts.TTL.Milliseconds():
 		return record(fmt.Sprintf("(stale: not renewed for %v)", time.Duration(age)*time.Millisecond))
+	case !e.sameFile(rec):
+		// Recorded by the processes of another database file: this file
+		// is a copy of it, or was moved or restored here (cp, VACUUM INTO,
+		// a backup): nobody else uses this file's liveness files.
+		return record(fmt.Sprintf("(recorded for another database file, device %d inode %d: a copy, a move or a restore)", rec.dbDev, rec.dbIno))
+	}
+	if gone, why := e.recorderGone(rec); gone {
+		// The process that recorded it has gone (the database moved with
+		// mv after its last writer exited, say); a live process of its
+		// place renews the record while it works (renewProof).
+		return record("(its recorder, pid " + strconv.FormatInt(rec.recorder.PID, 10) + ", has gone: " + why + ")")
+	}
+	switch {
 	case p.path != "" && !strings.HasPrefix(nonce, besidePrefix) && p.young(e.moveWait()) &&
 		time.Since(p.waitingSince(nonce)) < e.moveWait():
 		return errSidecarPending
 	}
-	return e.errf(op, "", "", ErrSidecarDir, e.sidecarDirReason(nonce))
+	return e.errf(op, "", "", ErrSidecarDir, e.sidecarDirReason(rec))
 }
 
 // sidecarDirReason explains a refusal: where this process keeps its
-// liveness files, and what the record says of the other process's place.
-func (e *Engine) sidecarDirReason(recorded string) string {
+// liveness files, where the record says the other process keeps them, by
+// path where the record has it, how old the record is, and what to do.
+func (e *Engine) sidecarDirReason(r sidecarRecord) string {
 	p := e.proof
-	here := "beside the database (no _lease_sidecar_dir)"
-	if p.path != "" {
-		here = "in " + filepath.Dir(p.path) + " (nonce file " + p.path + ")"
+	here := platform.SidecarPath(e.base)
+	if p.path == "" {
+		here += " (beside the database: no _lease_sidecar_dir)"
+	} else {
+		here += " (sidecar directory " + filepath.Dir(p.path) + ")"
 		if e.opts.SidecarDirDerived {
 			here += ", derived for this LiteFS mount"
 		}
 	}
-	there := "in another sidecar directory, or under another name in this one " +
-		"(a private /tmp, a container or another mount path derives another directory; the database reached through another path, " +
-		"or another LiteFS node of this host, names its files differently)"
-	if strings.HasPrefix(recorded, besidePrefix) {
-		there = "beside the database (no _lease_sidecar_dir)"
+	there := r.sidecar
+	switch {
+	case there == "" && strings.HasPrefix(r.nonce, besidePrefix):
+		there = "beside the database, reached through another directory"
+	case there == "":
+		there = "in another sidecar directory, or under another name in this one " +
+			"(a private /tmp, a container or another mount path derives another directory; the database reached through another path, " +
+			"or another LiteFS node of this host, names its files differently)"
 	}
-	return "another process of this host keeps this database's liveness files elsewhere, and neither would see the other's locks: " +
-		"this process keeps them " + here + "; the database records one keeping them " + there +
-		"; give every process of the host the same _lease_sidecar_dir and database path, or no _lease_sidecar_dir"
+	who := "another process of this host"
+	if r.knowsRecorder {
+		who = "process " + strconv.FormatInt(r.recorder.PID, 10) + " of this host"
+	}
+	age := time.Duration(e.nowMS()-r.writtenAt) * time.Millisecond
+	return who + " keeps this database's liveness files elsewhere, and neither would see the other's locks: this process keeps them at " +
+		here + "; the database records " + there + ", written " + age.Round(time.Millisecond).String() + " ago" +
+		"; give every process of this database the same database path and the same _lease_sidecar_dir (or none), " +
+		"or let that process finish: its record is replaced once it has gone or has not renewed it for the TTL (" + e.opts.TTL.String() + ")"
 }
 
 // missingSidecarTable reports SQLite's "no such table" for
@@ -429,7 +532,13 @@ func (e *Engine) renewProof(active bool) {
 		if fresh(c) {
 			return nil
 		}
-		_, err := c.ExecContext(ctx, `UPDATE main._writer_sidecar SET written_at = ? WHERE id = 1 AND nonce = ?`, e.nowMS(), mine)
+		if _, err := readSidecarRecord(ctx, c); err != nil { // (adds the columns an earlier version lacks)
+			return err
+		}
+		// The renewing process becomes the recorder: a live process of
+		// this place (recorderGone).
+		_, err := c.ExecContext(ctx, `UPDATE main._writer_sidecar SET written_at = ?, recorder_id = ?, recorder_pid = ?, recorder_start = ?
+			WHERE id = 1 AND nonce = ?`, e.nowMS(), e.holderID, e.pid, e.holderStart(), mine)
 		return err
 	})
 	if err != nil {
