@@ -10,6 +10,7 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/cleocode/cleolease/internal/basetest"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
@@ -26,13 +27,6 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-}
-
-// recovered runs f and returns the value it panicked with (nil: none).
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
 }
 
 // A panic unwinding through a leased write, recovered as net/http recovers
@@ -72,7 +66,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 			if _, err := tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (-1)"); err != nil {
 				t.Fatal(err)
 			}
-			p := recovered(func() { tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (cleolease_test_panic(1))") })
+			p := basetest.Recovered(func() { tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (cleolease_test_panic(1))") })
 			if _, err := tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (-2)"); !errors.Is(err, sql.ErrTxDone) {
 				t.Errorf("a statement of the rolled-back transaction: %v, want an error wrapping sql.ErrTxDone", err)
 			}
@@ -82,7 +76,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 			panic(p)
 		}},
 	} {
-		if p := recovered(c.run); p != panicValue {
+		if p := basetest.Recovered(c.run); p != panicValue {
 			t.Fatalf("%s: recovered %v, want the function's own panic value", c.name, p)
 		}
 		var n int

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cleocode/cleolease/internal/basetest"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
@@ -20,13 +21,6 @@ import (
 type panicValuer struct{ v *int }
 
 func (p panicValuer) Value() (driver.Value, error) { panic(p.v) }
-
-// recovered runs f and returns the value it panicked with (nil: none).
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
-}
 
 // A panic unwinding through a leased write, recovered as net/http recovers
 // a handler's, leaves neither the lane nor SQLite's write lock held: the
@@ -67,7 +61,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 			if _, err := tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (-1)"); err != nil {
 				t.Fatal(err)
 			}
-			p := recovered(func() { tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (?)", v) })
+			p := basetest.Recovered(func() { tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (?)", v) })
 			if _, err := tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (-2)"); !errors.Is(err, sql.ErrTxDone) {
 				t.Errorf("a statement of the rolled-back transaction: %v, want an error wrapping sql.ErrTxDone", err)
 			}
@@ -78,7 +72,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 		}},
 	} {
 		v := panicValuer{new(int)}
-		if p := recovered(func() { c.run(v) }); p != v.v {
+		if p := basetest.Recovered(func() { c.run(v) }); p != v.v {
 			t.Fatalf("%s: recovered %v, want the Valuer's own panic value", c.name, p)
 		}
 		var n int

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cleocode/cleolease/internal/basetest"
 	"github.com/cleocode/cleolease/internal/mattn"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/sqlbase"
@@ -102,13 +103,6 @@ func (s panickingStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 	return r, err
 }
 
-// recovered runs f and returns the value it panicked with (nil: none).
-func recovered(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
-}
-
 // A panic unwinding through a leased write on go-sqlite3, recovered as
 // net/http recovers a handler's, leaves neither the lane nor SQLite's write
 // lock held: what the write did is rolled back, and another process that
@@ -143,7 +137,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 			if _, err := tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (-1)"); err != nil {
 				t.Fatal(err)
 			}
-			p := recovered(func() { tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (1) "+panicMark) })
+			p := basetest.Recovered(func() { tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (1) "+panicMark) })
 			if _, err := tx.ExecContext(ctx, "INSERT INTO log(v) VALUES (-2)"); !errors.Is(err, sql.ErrTxDone) {
 				t.Errorf("a statement of the rolled-back transaction: %v, want an error wrapping sql.ErrTxDone", err)
 			}
@@ -185,7 +179,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 		{"a transaction's Exec, then Commit", inTx((*sql.Tx).Commit, false)},
 		{"a transaction's Exec, then Rollback", inTx((*sql.Tx).Rollback, true)},
 	} {
-		if p := recovered(c.run); p != panicValue {
+		if p := basetest.Recovered(c.run); p != panicValue {
 			t.Fatalf("%s: recovered %v, want the base's own panic value", c.name, p)
 		}
 		var n int
