@@ -151,9 +151,10 @@ func readSidecarRecord(ctx context.Context, c *sql.Conn) (sidecarRecord, error) 
 }
 
 // sameFile reports whether the record names this engine's database file
-// (true when it does not say).
+// (true when it does not say, and on a replicated file: each LiteFS
+// node's copy of one database has an identity of its own).
 func (e *Engine) sameFile(r sidecarRecord) bool {
-	return !r.knowsFile || (uint64(r.dbDev) == e.dev && uint64(r.dbIno) == e.ino)
+	return !r.knowsFile || e.opts.Replicated || (uint64(r.dbDev) == e.dev && uint64(r.dbIno) == e.ino)
 }
 
 // recorderGone reports whether the record's recorder has provably gone
