@@ -90,7 +90,7 @@ func (e *Engine) Acquire(ctx context.Context, scope, lane string, opts AcquireOp
 // re-use at once: through the gate, then ensureRow.
 func (l *laneState) wait(ctx context.Context, bound *waitBound, opts AcquireOptions) (*Hold, error) {
 	e := l.e
-	if err := l.enter(ctx, bound); err != nil {
+	if err := l.enter(ctx, bound, int64(opts.Priority)); err != nil {
 		if err == errWaitBound {
 			return l.unavailable(ctx, opts, false, bound.waited())
 		}
@@ -142,7 +142,7 @@ func (l *laneState) enterHeld() *grant {
 // from another process, holding the gate while it waits: taking the gate
 // ahead of a sibling then would keep that sibling waiting for another
 // round of the other processes' turns.
-func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
+func (l *laneState) enter(ctx context.Context, bound *waitBound, priority int64) error {
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
@@ -150,10 +150,30 @@ func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 	}
 	if l.gate.freeLocked() {
 		l.gate.takeLocked()
+		l.gateArrival = 0
 		l.mu.Unlock()
 		return nil
 	}
+	var arrival int64
+	if l.gate.fifo && l.e.locks != nil {
+		// A FIFO lane's writer is counted from its arrival here (fifo.go):
+		// its ticket, taken without the lane's lock (a file operation).
+		l.mu.Unlock()
+		arrival = l.e.locks.NextTicket()
+		l.mu.Lock()
+		if l.closing {
+			l.mu.Unlock()
+			return l.e.errf("acquire", l.scope, l.lane, ErrClosed, "")
+		}
+		if l.gate.freeLocked() {
+			l.gate.takeLocked()
+			l.gateArrival = arrival
+			l.mu.Unlock()
+			return nil
+		}
+	}
 	w := l.gate.joinLocked(time.Now())
+	w.priority, w.arrival, w.enqueued = priority, arrival, l.e.nowMS()
 	for {
 		ch := w.ch
 		l.mu.Unlock()
@@ -174,6 +194,7 @@ func (l *laneState) enter(ctx context.Context, bound *waitBound) error {
 			return err
 		}
 		if l.gate.arriveLocked(w, time.Now()) {
+			l.gateArrival = w.arrival
 			l.mu.Unlock()
 			return nil
 		}

@@ -114,8 +114,12 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 	// Take a place in line and announce the wait before touching SQLite:
 	// the queue row can only be written once the holder's transaction ends,
 	// and by then the holder must already know to hand over.
-	var arrival int64
-	if l.e.locks != nil {
+	// A writer that queued at a FIFO lane's gate arrived then (fifo.go).
+	l.mu.Lock()
+	arrival := l.gateArrival
+	l.gateArrival = 0
+	l.mu.Unlock()
+	if arrival == 0 && l.e.locks != nil {
 		arrival = l.e.locks.NextTicket()
 	}
 	c.lockWant()

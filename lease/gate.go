@@ -46,6 +46,19 @@ type gateWaiter struct {
 	woken   bool          // it was woken to compete for the gate (normal mode)
 	since   time.Time     // when it first queued
 	el      *list.Element // its place in the queue (nil while woken)
+	// arrival, priority and enqueued place it among other processes'
+	// waiters on a FIFO lane (fifo.go): the database's arrival ticket
+	// taken when it queued (0: none), its Acquire's priority, and when it
+	// queued by the engine's clock (ms, as a registration's Enqueued).
+	arrival, priority, enqueued int64
+}
+
+// headLocked is the first writer queued at the gate (nil: none).
+func (g *gate) headLocked() *gateWaiter {
+	if f := g.waiters.Front(); f != nil {
+		return f.Value.(*gateWaiter)
+	}
+	return nil
 }
 
 // freeLocked reports whether the gate is neither owned nor wanted by a

@@ -46,6 +46,10 @@ type laneState struct {
 	inbox     inbox         // other processes' waiters' registrations (inbox.go)
 	epochs    epochMemory   // the lane's epochs seen (epochs.go; atomic)
 	waiting   atomic.Int64  // Acquire calls of this process waiting for the lane (observe.go)
+	// gateArrival is the arrival ticket the gate's owner took when it
+	// queued at the gate of a FIFO lane (0: none), which its claim uses
+	// (fifo.go; guarded by mu).
+	gateArrival int64
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {

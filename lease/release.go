@@ -29,7 +29,7 @@ func (l *laneState) release(h *Hold) {
 	if g != nil && !g.lost.Load() && row == g && !l.e.opts.MemoryOnly {
 		others := l.othersWaiting(context.Background())
 		switch {
-		case others && !h.inTurn.Load() && !l.inSlice(g) && !g.gathering(time.Now()):
+		case others && !h.inTurn.Load() && !l.inSlice(g) && !g.gathering(time.Now()) && !l.fifoLocalFirst():
 			l.handOff(g, "handed off")
 		case closing && !l.hasWaiters():
 			// Granted to a claim that ran while the engine closed: no

@@ -63,7 +63,7 @@ func TestSidecarRecordTellsFilesAndRecordersApart(t *testing.T) {
 	}
 
 	// A recorder that has gone (no such pid): replaced.
-	if _, err := raw.Exec(`UPDATE _writer_sidecar SET recorder_pid = ?`, platform.MaxPID+1); err != nil {
+	if _, err := raw.Exec(`UPDATE _writer_sidecar SET recorder_pid = ?`, int64(platform.MaxPID)+1); err != nil {
 		t.Fatal(err)
 	}
 	if err := claim(); err != nil {

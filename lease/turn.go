@@ -83,9 +83,12 @@ func (t *turn) started() { t.commits = 0 }
 // the turn when it does: while g is inside its slice, or the turn has
 // kept fewer than minTurnCommits commits; never with a slice of 0.
 func (l *laneState) keepTurn(g *grant) bool {
+	if l.e.opts.Slice <= 0 {
+		return l.fifoLocalFirst() // strict arrival order (fifo.go)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.e.opts.Slice <= 0 || !l.held.turn.keep(l.gate.queuedLocked()) {
+	if !l.held.turn.keep(l.gate.queuedLocked()) {
 		return false
 	}
 	if !l.inSlice(g) && l.held.turn.commits+1 >= minTurnCommits {
