@@ -3,6 +3,7 @@ package basetest
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 	"sync"
@@ -91,4 +92,25 @@ func RawCallbacksRun(t testing.TB, db *sql.DB, schema string, l *CallbackLog, re
 	}
 	out = append(out, Counters(t, c))
 	return strings.Join(out, "; "), l.Seen()
+}
+
+// DriverQuery runs query through the driver's QueryerContext of one of
+// db's connections (inside sql.Conn.Raw) and closes its rows. A panic in
+// it goes on to the caller, and database/sql then discards that
+// connection (Raw's contract), where a panic inside DB.Query would leave
+// the connection taken for ever — and its database file open, which
+// Windows refuses to remove.
+func DriverQuery(ctx context.Context, db *sql.DB, query string, args ...driver.NamedValue) error {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Raw(func(dc any) error {
+		rows, err := dc.(driver.QueryerContext).QueryContext(ctx, query, args)
+		if err != nil {
+			return err
+		}
+		return rows.Close()
+	})
 }

@@ -153,7 +153,9 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 		run  func()
 	}{
 		{"an autocommit Exec", func() { db.ExecContext(ctx, "INSERT INTO log(v) VALUES (1) "+panicMark) }},
-		{"an autocommit Query", func() { db.QueryContext(ctx, "INSERT INTO log(v) VALUES (1) RETURNING v "+panicMark) }},
+		// A Query through the driver (inside sql.Conn.Raw): a panic inside
+		// DB.Query would leave database/sql's connection taken for ever.
+		{"an autocommit Query", func() { basetest.DriverQuery(ctx, db, "INSERT INTO log(v) VALUES (1) RETURNING v "+panicMark) }},
 		{"a prepared Exec", func() {
 			st, err := db.PrepareContext(ctx, "INSERT INTO log(v) VALUES (?) "+panicMark)
 			if err != nil {
@@ -162,19 +164,45 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 			defer st.Close()
 			st.ExecContext(ctx, 1)
 		}},
-		{"a prepared Query in a transaction", func() {
-			tx, err := db.BeginTx(ctx, nil)
+		// A prepared Exec and a Query inside a transaction, through the
+		// driver: database/sql keeps a Tx's lock after a panic in a Query
+		// or in a Stmt's Exec, so the Tx could neither commit nor roll back
+		// (with or without cleolease); sql.Conn.Raw discards the connection
+		// instead.
+		{"a prepared Exec in a transaction, through the driver", func() {
+			c, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// No Rollback: database/sql keeps the transaction's lock for the
-			// rows of a Query that panicked, so its Commit and Rollback
-			// would wait for ever; only cleolease's rollback ends it.
-			st, err := tx.PrepareContext(ctx, "INSERT INTO log(v) VALUES (?) RETURNING v "+panicMark)
+			defer c.Close()
+			c.Raw(func(dc any) error {
+				if _, err := dc.(driver.ConnBeginTx).BeginTx(ctx, driver.TxOptions{}); err != nil {
+					return err
+				}
+				st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, "INSERT INTO log(v) VALUES (?) "+panicMark)
+				if err != nil {
+					return err
+				}
+				_, err = st.(driver.StmtExecContext).ExecContext(ctx, []driver.NamedValue{{Ordinal: 1, Value: int64(1)}})
+				return err
+			})
+		}},
+		{"a Query in a transaction, through the driver", func() {
+			c, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			st.QueryContext(ctx, 1)
+			defer c.Close()
+			c.Raw(func(dc any) error {
+				if _, err := dc.(driver.ConnBeginTx).BeginTx(ctx, driver.TxOptions{}); err != nil {
+					return err
+				}
+				rows, err := dc.(driver.QueryerContext).QueryContext(ctx, "INSERT INTO log(v) VALUES (1) RETURNING v "+panicMark, nil)
+				if err == nil {
+					rows.Close()
+				}
+				return err
+			})
 		}},
 		{"a transaction's Exec, then Commit", inTx((*sql.Tx).Commit, false)},
 		{"a transaction's Exec, then Rollback", inTx((*sql.Tx).Rollback, true)},
