@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"modernc.org/sqlite"
@@ -37,6 +38,14 @@ func init() {
 // the transaction is rolled back: its later statements and its Commit fail
 // with an error that wraps sql.ErrTxDone.
 func TestRecoveredPanicReleasesTheLease(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		// Seen under Wine: the statement whose SQL function panicked is
+		// never finalized, so its connection keeps the database's files
+		// open after Close, and Windows refuses to remove them at the
+		// test's end. The same test runs over go-sqlite3 under Wine
+		// (internal/core).
+		t.Skip("modernc leaves the statement that panicked unfinalized: its files stay open, which Windows refuses to remove")
+	}
 	path := filepath.Join(testdir.New(t), "p.db")
 	db := open(t, "file:"+path)
 	if _, err := db.Exec("CREATE TABLE counter(v INTEGER); INSERT INTO counter VALUES (0); CREATE TABLE log(v INTEGER)"); err != nil {
@@ -54,13 +63,8 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 		{"an autocommit Query", func() {
 			basetest.DriverQuery(ctx, db, "INSERT INTO log(v) VALUES (cleolease_test_panic(1)) RETURNING v")
 		}},
-		{"a prepared Exec", func() {
-			st, err := db.PrepareContext(ctx, "INSERT INTO log(v) VALUES (cleolease_test_panic(?))")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			st.ExecContext(ctx, 1)
+		{"a prepared Exec, through the driver", func() {
+			basetest.DriverPreparedExec(ctx, db, "INSERT INTO log(v) VALUES (cleolease_test_panic(?))", driver.NamedValue{Ordinal: 1, Value: int64(1)})
 		}},
 		{"a transaction's Exec", func() {
 			tx, err := db.BeginTx(ctx, nil)

@@ -114,3 +114,24 @@ func DriverQuery(ctx context.Context, db *sql.DB, query string, args ...driver.N
 		return rows.Close()
 	})
 }
+
+// DriverPreparedExec prepares query on one of db's connections through
+// the driver (inside sql.Conn.Raw), runs it with args and closes it; see
+// DriverQuery: database/sql keeps a connection taken for ever after a
+// panic in a Stmt's Exec.
+func DriverPreparedExec(ctx context.Context, db *sql.DB, query string, args ...driver.NamedValue) error {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Raw(func(dc any) error {
+		st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		_, err = st.(driver.StmtExecContext).ExecContext(ctx, args)
+		return err
+	})
+}

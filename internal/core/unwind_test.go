@@ -65,21 +65,27 @@ func (b panickingBase) DescribeStmt(c sqlbase.Conn, st driver.Stmt, q string) sq
 
 func (b panickingBase) AutoCommit(c sqlbase.Conn) bool { return b.Base.AutoCommit(unwrapConn(c)) }
 
-func panicIfMarked(query string) {
+// panicIfMarked panics with panicValue when query carries panicMark,
+// closing rows first (they would keep SQLite's statement, and so the
+// connection and its files, open after the connection is discarded).
+func panicIfMarked(query string, rows driver.Rows) {
 	if strings.Contains(query, panicMark) {
+		if rows != nil {
+			rows.Close()
+		}
 		panic(panicValue)
 	}
 }
 
 func (c panickingConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
 	r, err := c.Conn.ExecContext(ctx, q, args)
-	panicIfMarked(q)
+	panicIfMarked(q, nil)
 	return r, err
 }
 
 func (c panickingConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
 	r, err := c.Conn.QueryContext(ctx, q, args)
-	panicIfMarked(q)
+	panicIfMarked(q, r)
 	return r, err
 }
 
@@ -93,13 +99,13 @@ func (c panickingConn) PrepareContext(ctx context.Context, q string) (driver.Stm
 
 func (s panickingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	r, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
-	panicIfMarked(s.query)
+	panicIfMarked(s.query, nil)
 	return r, err
 }
 
 func (s panickingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	r, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
-	panicIfMarked(s.query)
+	panicIfMarked(s.query, r)
 	return r, err
 }
 
@@ -156,13 +162,8 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 		// A Query through the driver (inside sql.Conn.Raw): a panic inside
 		// DB.Query would leave database/sql's connection taken for ever.
 		{"an autocommit Query", func() { basetest.DriverQuery(ctx, db, "INSERT INTO log(v) VALUES (1) RETURNING v "+panicMark) }},
-		{"a prepared Exec", func() {
-			st, err := db.PrepareContext(ctx, "INSERT INTO log(v) VALUES (?) "+panicMark)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			st.ExecContext(ctx, 1)
+		{"a prepared Exec, through the driver", func() {
+			basetest.DriverPreparedExec(ctx, db, "INSERT INTO log(v) VALUES (?) "+panicMark, driver.NamedValue{Ordinal: 1, Value: int64(1)})
 		}},
 		// A prepared Exec and a Query inside a transaction, through the
 		// driver: database/sql keeps a Tx's lock after a panic in a Query
@@ -183,6 +184,7 @@ func TestRecoveredPanicReleasesTheLease(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				defer st.Close()
 				_, err = st.(driver.StmtExecContext).ExecContext(ctx, []driver.NamedValue{{Ordinal: 1, Value: int64(1)}})
 				return err
 			})
