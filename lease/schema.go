@@ -58,6 +58,30 @@ const (
 	ddlQueueIndex = `CREATE INDEX IF NOT EXISTS main.ix_writer_queue_order ON _writer_queue(scope, lane, priority ASC, ticket ASC)`
 )
 
+// An application that exports every table and imports the rows again
+// (into a fresh file, or into the same file after dropping its schema)
+// brings lease rows of another file or another time with it. They must
+// not fail its import, nor stand in for this file's lease: an imported
+// row that collides with a row this file holds now (the same id, or a
+// second active row of a lane) is skipped (RAISE(IGNORE): the INSERT goes
+// on with its next row and succeeds). A row that collides with none is
+// taken in, as a restore brings rows back (see "Backups and exports" in
+// the README). The engine's and the original implementation's inserts
+// never meet the condition: they let SQLite choose the id (NEW.id is -1
+// in a BEFORE trigger then) and insert an active row only inside the
+// BEGIN IMMEDIATE transaction that found the lane without one; an active
+// row's unique index (ux_writer_leases_active) stays the exclusion for
+// every other write.
+const (
+	ddlLeasesImport = `CREATE TRIGGER IF NOT EXISTS main.tx_writer_leases_import BEFORE INSERT ON _writer_leases
+	WHEN (NEW.id > 0 AND EXISTS (SELECT 1 FROM main._writer_leases WHERE id = NEW.id))
+	OR (NEW.active = 1 AND EXISTS (SELECT 1 FROM main._writer_leases WHERE scope = NEW.scope AND lane = NEW.lane AND active = 1))
+BEGIN SELECT RAISE(IGNORE); END`
+	ddlQueueImport = `CREATE TRIGGER IF NOT EXISTS main.tx_writer_queue_import BEFORE INSERT ON _writer_queue
+	WHEN NEW.ticket > 0 AND EXISTS (SELECT 1 FROM main._writer_queue WHERE ticket = NEW.ticket)
+BEGIN SELECT RAISE(IGNORE); END`
+)
+
 // Columns cleolease adds to tables the original implementation created.
 var addedColumns = []struct{ table, column, decl string }{
 	{"_writer_leases", "holder_start", "TEXT"},
@@ -72,13 +96,22 @@ var addedColumns = []struct{ table, column, decl string }{
 // schemaState is what sqlite_master and table_info say about the tables.
 type schemaState struct {
 	leases, queue, index, queueIndex bool
+	sidecar                          bool // _writer_sidecar
+	leasesImport, queueImport        bool // the triggers that skip an import's colliding rows
+	sidecarImport                    bool
 	missingColumns                   []int                      // indexes into addedColumns
 	cols                             map[string]map[string]bool // table: its columns (saw)
 }
 
 func (s schemaState) complete() bool {
-	return s.leases && s.queue && s.index && s.queueIndex && len(s.missingColumns) == 0
+	return s.leases && s.queue && s.index && s.queueIndex && s.sidecar &&
+		s.leasesImport && s.queueImport && s.sidecarImport && len(s.missingColumns) == 0
 }
+
+// leaseObjects are the names of the lease tables, their indexes and
+// triggers, as schemaObjectsSQL and schemaAsCreatedSQL list them.
+const leaseObjects = `('_writer_leases','_writer_queue','_writer_sidecar','ux_writer_leases_active','ix_writer_queue_order',` +
+	`'tx_writer_leases_import','tx_writer_queue_import','tx_writer_sidecar_import')`
 
 // The schema read names nothing a user's object can shadow: the schema
 // table as main.sqlite_master (no user object may be named sqlite_*),
@@ -88,7 +121,7 @@ func (s schemaState) complete() bool {
 
 // schemaObjectsSQL reads a row per lease table or index present: its type
 // and name.
-const schemaObjectsSQL = `SELECT type, name FROM main.sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`
+const schemaObjectsSQL = `SELECT type, name FROM main.sqlite_master WHERE name IN ` + leaseObjects
 
 // tableInfoSQL is the statement that lists the columns of lease table
 // name (one of the two constant names: no quoting needed).
@@ -139,7 +172,7 @@ func readSchemaVia(ctx context.Context, each func(query string, n int, row func(
 	}
 	for _, o := range objects {
 		var names []string
-		if o.typ == "table" {
+		if o.typ == "table" && o.name != "_writer_sidecar" { // its columns: readSidecarRecord
 			err := each(tableInfoSQL(o.name), 2, func(v []string) { names = append(names, v[1]) })
 			if err != nil {
 				return s, err
@@ -197,9 +230,9 @@ func eachText(ctx context.Context, q driver.QueryerContext, query string, n int,
 	}
 }
 
-// schemaAsCreatedSQL reads the four lease objects' entries in
-// sqlite_master, with the CREATE statement SQLite keeps for each.
-const schemaAsCreatedSQL = `SELECT type, name, sql FROM main.sqlite_master WHERE name IN ('_writer_leases','_writer_queue','ux_writer_leases_active','ix_writer_queue_order')`
+// schemaAsCreatedSQL reads the lease objects' entries in sqlite_master,
+// with the CREATE statement SQLite keeps for each.
+const schemaAsCreatedSQL = `SELECT type, name, sql FROM main.sqlite_master WHERE name IN ` + leaseObjects
 
 // createdTables are the CREATE TABLE statements SQLite keeps in
 // sqlite_master for the lease tables this version creates (ddlLeases,
@@ -213,7 +246,8 @@ var createdTables = map[string]string{
 }
 
 // schemaAsCreated reports whether the lease tables are exactly as this
-// version creates them (createdTables) and both indexes are present: then
+// version creates them (createdTables) and the sidecar table, both
+// indexes and the three triggers are present: then
 // every column is, without asking SQLite for each table's columns — a
 // PRAGMA main.table_info per table, the dearer part of SchemaReady's read on
 // a connection's first statement. false says only that the tables are
@@ -223,14 +257,15 @@ func schemaAsCreated(ctx context.Context, q driver.QueryerContext) (bool, error)
 	err := eachText(ctx, q, schemaAsCreatedSQL, 3, func(v []string) bool {
 		typ, name, text := v[0], v[1], v[2]
 		switch want, table := createdTables[name]; {
-		case table && typ == "table" && text == want, !table && typ == "index":
+		case table && typ == "table" && text == want, !table && name == "_writer_sidecar" && typ == "table",
+			!table && strings.HasPrefix(name, "tx_") && typ == "trigger", !table && typ == "index":
 			seen++
 			return true
 		}
 		other = true
 		return false
 	})
-	return err == nil && !other && seen == 4, err
+	return err == nil && !other && seen == 8, err
 }
 
 // textValue is v as a string, from the string or []byte a base returns
@@ -257,6 +292,14 @@ func (s *schemaState) saw(typ, name, columns string) {
 		s.index = typ == "index"
 	case "ix_writer_queue_order":
 		s.queueIndex = typ == "index"
+	case "_writer_sidecar":
+		s.sidecar = typ == "table"
+	case "tx_writer_leases_import":
+		s.leasesImport = typ == "trigger"
+	case "tx_writer_queue_import":
+		s.queueImport = typ == "trigger"
+	case "tx_writer_sidecar_import":
+		s.sidecarImport = typ == "trigger"
 	}
 	if typ == "table" {
 		if s.cols == nil {
@@ -326,6 +369,18 @@ func (e *Engine) bootstrap(ctx context.Context) error {
 		}
 		if !s.queueIndex {
 			stmts = append(stmts, ddlQueueIndex)
+		}
+		if !s.sidecar {
+			stmts = append(stmts, ddlSidecar)
+		}
+		if !s.leasesImport {
+			stmts = append(stmts, ddlLeasesImport)
+		}
+		if !s.queueImport {
+			stmts = append(stmts, ddlQueueImport)
+		}
+		if !s.sidecarImport {
+			stmts = append(stmts, ddlSidecarImport)
 		}
 		for _, i := range s.missingColumns {
 			col := addedColumns[i]

@@ -78,6 +78,12 @@ import (
 // never adopts a nonce). With private /tmp (systemd's PrivateTmp: one path,
 // two directories) the two nonce files never meet: refused. Containers
 // that bind-mount one host directory share its nonce file: accepted.
+// A recorder that does not look (an engine opened with TablesReady has no
+// file watch or heartbeat until its first lease use) would never adopt
+// the new nonce: a newcomer that finds the record naming a live process
+// at its own sidecar path, resolving paths as it does (samePlace), knows
+// that process's nonce was removed, and records its own at once; the
+// recorder adopts the file's nonce at its next claim (samePlace again).
 
 // ddlSidecar is the table of the recorded token: one row (id 1); boot is
 // the boot id of the process that recorded it, written_at milliseconds
@@ -100,6 +106,12 @@ const ddlSidecar = `CREATE TABLE IF NOT EXISTS main._writer_sidecar (
 	recorder_start TEXT,
 	sidecar TEXT
 )`
+
+// ddlSidecarImport skips an imported record when the file has one (see
+// ddlLeasesImport): the file's own record stays.
+const ddlSidecarImport = `CREATE TRIGGER IF NOT EXISTS main.tx_writer_sidecar_import BEFORE INSERT ON _writer_sidecar
+	WHEN EXISTS (SELECT 1 FROM main._writer_sidecar WHERE id = NEW.id)
+BEGIN SELECT RAISE(IGNORE); END`
 
 // sidecarColumns are the columns of _writer_sidecar that earlier versions
 // did not create, with their declarations.
@@ -165,6 +177,26 @@ func (e *Engine) recorderGone(r sidecarRecord) (bool, string) {
 	}
 	v := probeHolder(e.holderID, nil, r.recorder, e.opts.RemoteHolders)
 	return v.dead(), v.reason
+}
+
+// samePlace reports whether the record was written by a live process of
+// this boot that keeps its liveness files in this process's sidecar
+// directory: the same path (the record's sidecar), resolved the same way
+// (platform.SamePathsAs: the same mount namespace on Linux). A private
+// /tmp or a container has the same path for another directory: false
+// there, and wherever the recorder's namespace cannot be read. Never for
+// the sidecar beside the database, whose token is its directory's
+// identity, not a file's content.
+func (e *Engine) samePlace(r sidecarRecord) bool {
+	p := e.proof
+	if p == nil || p.path == "" || strings.HasPrefix(r.nonce, besidePrefix) || !r.knowsRecorder ||
+		r.boot != bootID() || r.sidecar != platform.SidecarPath(e.base) {
+		return false
+	}
+	if !probeHolder(e.holderID, nil, r.recorder, e.opts.RemoteHolders).alive() {
+		return false
+	}
+	return platform.SamePathsAs(r.recorder.PID)
 }
 
 // besidePrefix starts the token of the sidecar beside the database.
@@ -367,11 +399,19 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 	nonce, boot, writtenAt := rec.nonce, rec.boot, rec.writtenAt
 	mine := p.token()
 	record := func(how string) error {
-		_, err := c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at, db_dev, db_ino, recorder_id, recorder_pid, recorder_start, sidecar)
-			VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-			ON CONFLICT (id) DO UPDATE SET nonce = ?1, boot = ?2, written_at = ?3, db_dev = ?4, db_ino = ?5,
-			recorder_id = ?6, recorder_pid = ?7, recorder_start = ?8, sidecar = ?9`,
-			mine, bootID(), e.nowMS(), int64(e.dev), int64(e.ino), e.holderID, e.pid, e.holderStart(), platform.SidecarPath(e.base))
+		// An update, else an insert: not an upsert, whose insert the
+		// import trigger (ddlSidecarImport) would skip whole.
+		args := []any{mine, bootID(), e.nowMS(), int64(e.dev), int64(e.ino), e.holderID, e.pid, e.holderStart(), platform.SidecarPath(e.base)}
+		res, err := c.ExecContext(ctx, `UPDATE main._writer_sidecar SET nonce = ?1, boot = ?2, written_at = ?3, db_dev = ?4, db_ino = ?5,
+			recorder_id = ?6, recorder_pid = ?7, recorder_start = ?8, sidecar = ?9 WHERE id = 1`, args...)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err == nil && n == 0 {
+			_, err = c.ExecContext(ctx, `INSERT INTO main._writer_sidecar (id, nonce, boot, written_at, db_dev, db_ino, recorder_id, recorder_pid, recorder_start, sidecar)
+				VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`, args...)
+		}
 		if err == nil {
 			p.recorded(mine)
 			if how != "" {
@@ -384,8 +424,10 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 	age := e.nowMS() - writtenAt
 	switch {
 	case err != nil && missingSidecarTable(err):
-		if _, err := c.ExecContext(ctx, ddlSidecar); err != nil {
-			return err
+		for _, ddl := range []string{ddlSidecar, ddlSidecarImport} {
+			if _, err := c.ExecContext(ctx, ddl); err != nil {
+				return err
+			}
 		}
 		return record("")
 	case errors.Is(err, sql.ErrNoRows):
@@ -421,6 +463,25 @@ func (e *Engine) proveSidecar(ctx context.Context, op string, c *sql.Conn) error
 		// place renews the record while it works (renewProof).
 		return record("(its recorder, pid " + strconv.FormatInt(rec.recorder.PID, 10) + ", has gone: " + why + ")")
 	}
+	if e.samePlace(rec) {
+		// The recorder keeps its liveness files at this process's path,
+		// and resolves paths as this process does: one directory. Its
+		// nonce is not in the nonce file any more — a cleaner removed
+		// it, and a process (this one, or the one whose nonce the record
+		// holds) wrote a new one, which a recorder that listens adopts
+		// when it looks (followNonce) and one that does not (an engine
+		// reopened with TablesReady) never would. Adopt what the file
+		// holds now, and record it unless the record holds it already.
+		if _, err := p.reread(); err == nil {
+			if cur, _ := p.mine(nonce); cur {
+				p.recorded(nonce)
+				return nil
+			}
+		}
+		mine = p.token()
+		return record("(its nonce file was removed: process " + strconv.FormatInt(rec.recorder.PID, 10) +
+			" keeps its liveness files at this same path and adopts the nonce the file holds now)")
+	}
 	switch {
 	case p.path != "" && !strings.HasPrefix(nonce, besidePrefix) && p.young(e.moveWait()) &&
 		time.Since(p.waitingSince(nonce)) < e.moveWait():
@@ -451,6 +512,9 @@ func (e *Engine) sidecarDirReason(r sidecarRecord) string {
 		there = "in another sidecar directory, or under another name in this one " +
 			"(a private /tmp, a container or another mount path derives another directory; the database reached through another path, " +
 			"or another LiteFS node of this host, names its files differently)"
+	}
+	if r.sidecar != "" && r.sidecar == platform.SidecarPath(e.base) {
+		there += " (the same path, in another directory: the recorder sees another tree under it — a private /tmp, a container — or its namespace cannot be read)"
 	}
 	who := "another process of this host"
 	if r.knowsRecorder {

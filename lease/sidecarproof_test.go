@@ -49,7 +49,11 @@ func TestSidecarProof(t *testing.T) {
 	}
 
 	age(t, e.proof.path, 2*e.moveWait())
-	if _, err := raw.Exec(`UPDATE _writer_sidecar SET nonce = 'another directory'`); err != nil {
+	// Another directory's record: another nonce, and its liveness files
+	// at another path (a record of this process's path, by a process
+	// that resolves paths as this one does, is this directory's: its
+	// nonce was removed, TestSidecarProofNonceRemovedUnderANonListeningRecorder).
+	if _, err := raw.Exec(`UPDATE _writer_sidecar SET nonce = 'another directory', sidecar = '/another/directory/lease.db-cleolease'`); err != nil {
 		t.Fatal(err)
 	}
 	err = claim()
@@ -330,4 +334,79 @@ func TestSidecarProofRenewedWhileWorking(t *testing.T) {
 		raw.QueryRow(`SELECT written_at FROM _writer_sidecar`).Scan(&at)
 		return at > old
 	})
+}
+
+// A cleaner removes the sidecar directory's nonce while the process that
+// recorded it runs but does not listen: it closed its engine and opened
+// the file again (Options.TablesReady), so no file watch or heartbeat
+// re-reads the nonce file for it. A process that opens afterwards writes
+// a new nonce and finds the old one recorded, fresh, by a live process
+// that keeps its liveness files at the same path in the same mount
+// namespace: the old nonce was removed, not another directory's. It is
+// served (issue 39; it was refused with ErrSidecarDir after moveWait),
+// and the recorder adopts the new nonce at its next claim instead of
+// recording its old one back.
+func TestSidecarProofNonceRemovedUnderANonListeningRecorder(t *testing.T) {
+	if !platform.SamePathsAs(int64(os.Getpid())) {
+		t.Skip("this platform cannot tell a process's paths")
+	}
+	ctx := context.Background()
+	side := testdir.New(t)
+	path := newDB(t)
+	recorder := "cl-" + uuid.NewString()
+	place := func(o *Options) { o.SidecarDir, o.TTL = side, 4*time.Second }
+	seams := realSeams()
+	seams.shared, seams.holderID = false, recorder
+	o := Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000"}
+	place(&o)
+	first, err := openWith(ctx, o, seams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := first.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	old := first.proof.token()
+	first.Close()
+	o.TablesReady = true
+	again, err := openWith(ctx, o, seams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.listening.Load() {
+		t.Fatal("the reopened engine listens: the test would prove nothing")
+	}
+	if err := os.Remove(again.proof.path); err != nil {
+		t.Fatal(err)
+	}
+	late := openPeer(t, path, place)
+	if late.proof.token() == old {
+		t.Fatal("the late process read the removed nonce")
+	}
+	hl, err := late.Acquire(ctx, "s", "l", AcquireOptions{Wait: time.Second, Require: true})
+	if err != nil {
+		t.Fatalf("the process that opened after the nonce was removed: %v; want the lane", err)
+	}
+	hl.Release()
+	recorded := func() string {
+		var nonce string
+		if err := rawDB(t, path).QueryRow(`SELECT nonce FROM _writer_sidecar WHERE id = 1`).Scan(&nonce); err != nil {
+			t.Fatal(err)
+		}
+		return nonce
+	}
+	if got := recorded(); got != late.proof.token() {
+		t.Fatalf("recorded %q; want the new nonce %q", got, late.proof.token())
+	}
+	ha, err := again.Acquire(ctx, "s", "l", AcquireOptions{Wait: time.Second, Require: true})
+	if err != nil {
+		t.Fatalf("the recorder's next claim: %v", err)
+	}
+	ha.Release()
+	if again.proof.token() != late.proof.token() || recorded() != late.proof.token() {
+		t.Fatalf("the recorder's nonce %q, recorded %q; want both the new nonce %q", again.proof.token(), recorded(), late.proof.token())
+	}
 }
