@@ -100,7 +100,7 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 		// A claim that quit without taking SQLite's write lock may still
 		// be granted the lane by a hand-off that tested its want byte
 		// just before quit released it: the lane settles (settle.go).
-		settle := g == nil && c.unsettled && !seededBugForgetLateGrant
+		settle := g == nil && c.unsettled && !l.e.os.holes.forgetLateGrant
 		l.mu.Lock()
 		l.claimSlot.endLocked(g != nil, settle)
 		start := settle && l.settler.quitLocked(c.quitSeen)

@@ -198,6 +198,8 @@ type osSeams struct {
 	listenBell func(base, holderID string, file platform.FileID) (platform.Bell, error)
 	watchFiles func(sidecar, dbPath string, changed func()) (platform.FileWatch, error)
 	watchExit  func(pid int64, exited func()) (stop func(), err error)
+	// holes are the holes a test puts back (none in realSeams).
+	holes holes
 }
 
 // realSeams are the operating system's own pieces, for this process.

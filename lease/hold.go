@@ -244,8 +244,8 @@ func (f *Fencing) check(ctx context.Context, q driver.QueryerContext, begun bool
 	if err := h.l.e.fault("fence"); err != nil {
 		return err
 	}
-	if dropCommitRead && begun {
-		return nil // issue 24 item 3's experiment (commitread_off.go)
+	if h.l.e.os.holes.dropCommitRead && begun {
+		return nil // issue 24 item 3's experiment (holes)
 	}
 	held, dv, err := h.fenceRead(ctx, q, h.l.e.opts.StealAfterTTL)
 	if begun && err != nil {
@@ -295,8 +295,8 @@ func (f *Fencing) Committed() {
 // the one write of the lease row a user's update hook on that connection
 // sees.
 func (h *Hold) fenceRead(ctx context.Context, q driver.QueryerContext, refresh bool) (held bool, dv int64, err error) {
-	if seededBugSkipFence {
-		return true, 0, nil // the simulation's seeded bug (seededbug_on.go)
+	if h.l.e.os.holes.skipFence {
+		return true, 0, nil // the simulation's seeded bug (holes)
 	}
 	if dv, err = readDataVersion(ctx, q); err != nil {
 		return false, 0, err

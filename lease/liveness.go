@@ -63,6 +63,9 @@ type verdict struct {
 	// a copy opened here, or the file as it was before a restore replaced
 	// it (reclaimable asks its doorbell).
 	elsewhere bool
+	// otherPidNS: unknown because the holder runs in another pid
+	// namespace and its liveness lock could not be tested.
+	otherPidNS bool
 }
 
 // alive reports whether the holder is provably alive.
@@ -101,7 +104,11 @@ var lookupProcess = platform.LookupProcess
 
 // probe judges whether h is alive, strongest evidence first.
 func (e *Engine) probe(h holder) verdict {
-	return probeHolder(e.holderID, e.locks, h, e.opts.RemoteHolders)
+	v := probeHolder(e.holderID, e.locks, h, e.opts.RemoteHolders)
+	if v.otherPidNS && e.os.holes.unknownIsDead {
+		return deadBecause("liveness lock released (other pid namespace)") // the seeded hole (holes)
+	}
+	return v
 }
 
 // probeHolder is probe for a process whose own holder id is self, seeing
@@ -153,10 +160,9 @@ func probeHolder(self string, locks platform.Liveness, h holder, remote bool) ve
 			// another pid namespace (a container sharing the volume) may
 			// well be alive. Cannot tell is never dead: the TTL rule
 			// decides (reclaimDecision).
-			if seededBugUnknownIsDead {
-				return deadBecause("liveness lock released (other pid namespace)")
-			}
-			return unknownBecause("holder in another pid namespace (pid " + strconv.FormatInt(h.PID, 10) + " means nothing here) and its liveness lock cannot be tested from here")
+			v := unknownBecause("holder in another pid namespace (pid " + strconv.FormatInt(h.PID, 10) + " means nothing here) and its liveness lock cannot be tested from here")
+			v.otherPidNS = true
+			return v
 		}
 	}
 	state, st := lookupProcess(h.PID, uid)

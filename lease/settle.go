@@ -261,7 +261,7 @@ func (l *laneState) settleStep(job settler) (again bool, err error) {
 			}
 			return true, rerr
 		}
-		if seededBugForgetLateGrant && !job.quit && !job.ring && r != nil && l.newEpoch(r.epoch) {
+		if l.e.os.holes.forgetLateGrant && !job.quit && !job.ring && r != nil && l.newEpoch(r.epoch) {
 			// The seeded revert of issue 28's settle (sim_bug_lategrant_test.go)
 			// also leaves a forgotten late grant to the check, which
 			// would otherwise release it.

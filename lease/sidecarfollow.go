@@ -101,7 +101,7 @@ func (e *Engine) followIfDue() {
 // the heartbeat goroutine, and on a claim's when a move is due
 // (followIfDue), one at a time.
 func (e *Engine) followSidecar() {
-	if seededBugIgnoreSidecarMove {
+	if e.os.holes.ignoreSidecarMove {
 		return
 	}
 	e.followMu.Lock()
@@ -169,7 +169,7 @@ func (e *Engine) registration(r registration, withGrant bool) {
 // after the sidecar was removed. A stat, on the registration path only.
 func (e *Engine) noteWaiter(slot int64, start string) {
 	f, ok := e.locks.(platform.Follower)
-	if !ok || slot <= 0 || seededBugIgnoreSidecarMove {
+	if !ok || slot <= 0 || e.os.holes.ignoreSidecarMove {
 		return
 	}
 	parts := strings.SplitN(start, "/", 5)

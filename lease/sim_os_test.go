@@ -97,6 +97,7 @@ type simProc struct {
 // flight and the parked goroutines. Its mutex is held only briefly, never
 // across a gate.
 type simOS struct {
+	holes    holes // put back in every engine (simConfig.holes)
 	mu       sync.Mutex
 	seq      int64
 	parked   []*simGate
@@ -431,7 +432,7 @@ func (o *simOS) inject(from, to string, msg []byte) {
 // seams are the OS pieces of process p.
 func (o *simOS) seams(p *simProc) osSeams {
 	return osSeams{
-		holderID: p.id, pid: p.pid,
+		holderID: p.id, pid: p.pid, holes: o.holes,
 		openLocks: func(string, os.FileMode, int64) (platform.Locks, error) {
 			return &simLocks{o: o, p: p}, nil
 		},

@@ -105,10 +105,10 @@ import (
 // lane's row at COMMIT differed from the row read right after BEGIN
 // IMMEDIATE (rowMoved): a change only the transaction itself could make.
 //
-// The seeded reverts of issue 28 each have their test, behind its own
-// build tag (sim_bug_lategrant_test.go, sim_bug_sidecar_test.go,
-// sim_bug_pidns_test.go), with a configuration that reaches its hole
-// (simLateGrant, simSidecar, simPidns); sim_bug_test.go's is issue 24's.
+// The seeded reverts each have their test (sim_bug_test.go), which puts
+// the hole back in the simulated engines (simConfig.holes, the engine's
+// holes), with a configuration that reaches it (simLateGrant,
+// simSidecar, simPidns for issue 28's; simFencing for issue 24's).
 // On c2e842a, before the fixes, TestSimulation's own configuration found
 // the live holder of another pid namespace robbed in every seed it was
 // run with (within 5,500 steps) and the grant forgotten in some.
@@ -181,6 +181,9 @@ type simConfig struct {
 	// lane, so a seeded bug that needs a holder keeping the lane while a
 	// waiter it does not see starves (simSidecar) shows only without them.
 	noInline bool
+	// holes are the holes put back in every simulated engine
+	// (sim_bug_test.go).
+	holes holes
 	// noForge: no datagram is forged (a forged grant makes a process
 	// adopt a lane the table says it holds, which would hide a grant its
 	// claim never learned of).
@@ -385,6 +388,7 @@ func runSim(t *testing.T, cfg simConfig) *simResult {
 		w := &simWorld{cfg: cfg, rng: rand.New(rand.NewSource(cfg.seed)), os: newSimOS(), path: path,
 			dsn: "file:" + path + "?_journal_mode=" + cfg.journal + "&_busy_timeout=0", res: res,
 			epochHolder: map[int64]string{}, stall: simLive{since: -1}}
+		w.os.holes = cfg.holes
 		lookupProcess = w.os.lookup // the pid path answers from the simulated world
 		w.steal = w.rng.Intn(2) == 0
 		if cfg.steal != 0 {
