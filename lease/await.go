@@ -108,7 +108,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 					// the registration it had, if any, went with the
 					// release): tell it someone waits.
 					c.rung, c.rungEpoch = r.h.ID, r.epoch
-					c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
+					c.registered = l.ring(r, c.reg)
 				case c.rungEpoch == 0:
 					c.rungEpoch = r.epoch
 				}

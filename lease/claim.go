@@ -203,7 +203,7 @@ func (c *claimRun) ringHolder(ctx context.Context) bool {
 		return false // free, or named this process: the claim transaction decides
 	}
 	c.rung, c.rungEpoch, c.seenEpoch, c.seenHolder = r.h.ID, r.epoch, r.epoch, r.h.ID
-	c.registered = l.e.bell.ringWaiting(r.h.ID, c.reg)
+	c.registered = l.ring(r, c.reg)
 	c.watchExit(r.h.PID)
 	dead, _ := l.reclaimable(r)
 	return c.registered && !dead

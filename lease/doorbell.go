@@ -351,12 +351,27 @@ func (b *doorbell) absent(id, scope, lane string) bool {
 // ringWaiting tells holder id's engine that the waiter reg waits. It
 // reports whether the registration reached that engine's socket.
 func (b *doorbell) ringWaiting(id string, reg registration) bool {
+	return b.ringWaitingErr(id, reg) == nil
+}
+
+// ringWaitingErr is ringWaiting with the reason it failed: the socket's
+// error (syscall.ECONNREFUSED: holder id's engine has no doorbell on this
+// file, see absent), or errNotSent for a registration that does not fit
+// a datagram.
+func (b *doorbell) ringWaitingErr(id string, reg registration) error {
 	if !encodable(reg) {
-		return false
+		return errNotSent
 	}
 	msg := encodeWaiting([]registration{reg})
-	return len(msg) <= b.maxDatagram() && b.send(id, msg)
+	if len(msg) > b.maxDatagram() {
+		return errNotSent
+	}
+	return b.sendErr(id, msg)
 }
+
+// errNotSent is ringWaitingErr's answer for a registration no datagram
+// can carry.
+var errNotSent = errors.New("registration too large for a datagram")
 
 // send delivers msg to holder id's engine and reports whether it reached
 // its socket. It never blocks. Best effort: a process not reached finds

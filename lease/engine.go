@@ -320,7 +320,7 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		// (leftRows) is swept here whatever TablesReady says: an engine
 		// that neither listens nor sweeps would leave that row to stall
 		// every waiter, since this process holds its liveness lock again.
-		if _, left := leftRows.LoadAndDelete(key); opts.TablesReady && !left {
+		if _, left := leftRows.LoadAndDelete(e.leftKey()); opts.TablesReady && (!left || seams.holes.noLeftRowSweep) {
 			e.sweepDue.Store(true)
 		} else {
 			e.sweepOpen(ctx)
@@ -332,11 +332,15 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 	return e, nil
 }
 
-// leftRows holds the file keys (Engine.key) on which the last Close of
-// this process's engine left a row naming the process: a release or
-// hand-off at close that failed (the write lock not free within its
-// bound). The next Open of the file sweeps at once (sweepOpen).
+// leftRows holds the files (leftKey) on which the last Close of this
+// process's engine left a row naming the process: a release or hand-off
+// at close that failed (the write lock not free within its bound). The
+// next Open of the file sweeps at once (sweepOpen).
 var leftRows sync.Map
+
+// leftKey is e's entry in leftRows: its holder id and file key (one
+// holder id per process; the simulation runs several in one).
+func (e *Engine) leftKey() string { return e.holderID + "\x00" + e.key }
 
 // sweepOpen is Open's sweep of rows naming this process (sweepStale),
 // bounded by a second.
@@ -579,7 +583,7 @@ func (e *Engine) Close() error {
 		left = left || l.rowLeft()
 	}
 	if left && !e.opts.MemoryOnly {
-		leftRows.Store(e.key, struct{}{})
+		leftRows.Store(e.leftKey(), struct{}{})
 	}
 	e.hbStop()
 	e.wg.Wait()

@@ -21,6 +21,22 @@ type holes struct {
 	// (sidecarfollow.go; issue 28 item 2): a waiter that opened after the
 	// sidecar was removed starves.
 	ignoreSidecarMove bool
+	// unboundedLateGrant: a claim that quit after reading another
+	// holder's row at epoch F adopts a row naming this process at any
+	// epoch this engine has not seen, F or below too (settle.go
+	// lateGrant; issue 38 item 1): after a restore, an engine reopened in
+	// the same process hands on an epoch the file issued before.
+	unboundedLateGrant bool
+	// noLeftRowSweep: an engine opened with TablesReady does not sweep a
+	// row its process's last engine left at Close (engine.go; issue 38
+	// item 2): that row names a process that holds its liveness lock and
+	// does not listen, and every waiter waits its whole Wait bound.
+	noLeftRowSweep bool
+	// ignoreRefusal: a waiter does not take a live holder's refused
+	// registration for a row that holder does not hold (reclaimable;
+	// issue 38 item 2): a row a restore brought back, naming a live
+	// process whose engine does not listen, stalls every waiter.
+	ignoreRefusal bool
 	// dropCommitRead: the fencing check before COMMIT trusts the one
 	// right after BEGIN IMMEDIATE in the same open transaction (hold.go;
 	// the experiment of issue 24 item 3, see docs/BENCHMARKS.md).

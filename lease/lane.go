@@ -50,6 +50,9 @@ type laneState struct {
 	// queued at the gate of a FIFO lane (0: none), which its claim uses
 	// (fifo.go; guarded by mu).
 	gateArrival int64
+	// refused is the last row whose holder refused a registration
+	// (ring); guarded by mu.
+	refused refusedRing
 }
 
 func newLane(e *Engine, scope, lane string) *laneState {

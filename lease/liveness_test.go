@@ -139,6 +139,14 @@ func TestUnknownHolderWaitsForTTL(t *testing.T) {
 				VALUES ('s', 'l', 'hidden', 4000000, 7, ?, ?, 3600000, ?)`, hb, hb, here); err != nil {
 				t.Fatal(err)
 			}
+			if c.os == platform.ProcAlive {
+				// A live holder's engine listens on the file: its doorbell
+				// takes the registration (one that refuses it holds no
+				// grant here: TestRestoredRowOfANonListeningProcess).
+				if b, err := platform.ListenBell(e.base, "hidden", platform.FileID{Dev: e.dev, Ino: e.ino}); err == nil {
+					t.Cleanup(func() { b.Close() })
+				}
+			}
 			h, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Wait: 200 * time.Millisecond, Require: true})
 			if !c.granted {
 				if !errors.Is(err, ErrUnavailable) {

@@ -5,7 +5,9 @@ package lease
 // its TTL.
 
 import (
+	"errors"
 	"fmt"
+	"syscall"
 )
 
 // reclaimable reports whether an active row of another holder may be
@@ -19,11 +21,49 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 		// backup of another file). It will never hand the lane on here.
 		v = deadBecause(v.reason + ", and no doorbell of it on this file: it runs on another file (a copy or a restore)")
 	}
+	if v.alive() && !v.elsewhere && l.refusedBy(r) && !l.e.os.holes.ignoreRefusal {
+		// Alive on this file, but its engine here does not listen (its
+		// doorbell refused this waiter's registration): nothing names a
+		// process before it listens (listen.go), so the row is not a
+		// grant of its engine — a restore brought it back, or an engine
+		// of it that has closed left it. It would never hand the lane on.
+		v = deadBecause(v.reason + ", but its doorbell on this file refused the registration: its engine here does not listen, so the row is not its grant (a restore brought it back, or its last engine left it)")
+	}
 	info := fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)
 	l.mu.Lock()
 	l.claimSlot.waitedOn = info // read by waiters that give up at the gate
 	l.mu.Unlock()
 	return reclaimDecision(v, l.e.nowMS(), r.heartbeat, r.ttl, l.e.opts.TTL.Milliseconds(), l.e.opts.StealAfterTTL)
+}
+
+// ring registers this claim's waiter reg with the holder of r (the
+// lane's active row), and reports whether the registration reached its
+// engine's socket. A refusal (ECONNREFUSED: no doorbell of that holder on
+// this file) is noted against r's holder and epoch (refusedBy).
+func (l *laneState) ring(r *row, reg registration) bool {
+	err := l.e.bell.ringWaitingErr(r.h.ID, reg)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		l.mu.Lock()
+		l.refused = refusedRing{id: r.h.ID, epoch: r.epoch}
+		l.mu.Unlock()
+	}
+	return err == nil
+}
+
+// refusedRing is the last row whose holder's doorbell refused a registration
+// of this process's: its holder id and epoch.
+type refusedRing struct {
+	id    string
+	epoch int64
+}
+
+// refusedBy reports whether the holder of r refused a registration while
+// r named it at r's epoch (a later grant of that holder has another
+// epoch, and was written after its engine listened).
+func (l *laneState) refusedBy(r *row) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused.id == r.h.ID && l.refused.epoch == r.epoch
 }
 
 // reclaimDecision decides whether a lane whose holder got verdict v may be

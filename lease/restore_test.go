@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -135,5 +136,56 @@ func TestRestoredRowOfAnEarlierEngine(t *testing.T) {
 	got, err := strconv.ParseInt(w.expect("granted"), 10, 64)
 	if err != nil || got <= issued {
 		t.Fatalf("waiter granted %d (%v), want above %d", got, err, issued)
+	}
+}
+
+// TestRestoredRowOfANonListeningProcess: a restore brings back a row that
+// names this process while its engine of the file does not listen (it
+// opened with TablesReady, as the driver's does when the lease tables
+// are complete, and has used no lease since: a process that only reads).
+// The process holds its liveness lock, so a waiter of another process
+// finds the row's holder alive; its doorbell refuses the waiter's
+// registration, which proves that its engine here holds no grant (nothing
+// names a process before it listens), and the waiter takes the lane at
+// once, at an epoch above every epoch issued before the restore (issue 38
+// item 2; it waited its whole Wait bound before).
+func TestRestoredRowOfANonListeningProcess(t *testing.T) {
+	needDoorbell(t)
+	if !platform.KeepsLocks {
+		t.Skip("this platform keeps no liveness locks: the row's holder is judged by its pid")
+	}
+	ctx := context.Background()
+	path := newDB(t)
+	opts := Options{Base: testBase, Path: path, DSN: "file:" + path + "?_journal_mode=WAL&_busy_timeout=30000", TTL: time.Hour, Linger: time.Hour}
+	e1, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := e1.Acquire(ctx, "s", "l", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := backupFile(t, path) // the row names this process, active
+	h.Release()
+	e1.Close()
+
+	opts.TablesReady = true
+	reader, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if reader.listening.Load() {
+		t.Fatal("the reader's engine listens: the test would prove nothing")
+	}
+	issued := highestEpoch(t, path)
+	restoreFile(t, backup, path)
+	w := startChild(t, "wait", path, "CLEOLEASE_NAME=waiter", "CLEOLEASE_WAIT=10s")
+	got, err := strconv.ParseInt(w.expect("granted"), 10, 64)
+	if err != nil || got <= issued {
+		t.Fatalf("waiter granted %d (%v), want above %d", got, err, issued)
+	}
+	if reader.listening.Load() {
+		t.Fatal("the reader's engine began to listen: the waiter was served by it, not by the refusal")
 	}
 }

@@ -334,6 +334,9 @@ func (l *laneState) lateGrant(job settler, r *row) bool {
 	if !l.newEpoch(r.epoch) {
 		return false
 	}
+	if l.e.os.holes.unboundedLateGrant {
+		return true // the seeded hole (holes)
+	}
 	return !(job.quit && job.seen.known && r.epoch <= job.seen.epoch)
 }
 

@@ -167,7 +167,7 @@ func (w *simWorld) laneState(r *simRow) simLaneState {
 	s := simLaneState{known: true, row: "none"}
 	runnable := 0
 	for _, p := range procs {
-		if p != nil && !p.dead && p.wanting {
+		if p != nil && !p.dead && (p.wanting || p.helpWanting > 0) {
 			waiters = append(waiters, p)
 			if !p.paused {
 				runnable++
@@ -181,7 +181,7 @@ func (w *simWorld) laneState(r *simRow) simLaneState {
 	}
 	holderStopped := holder != nil && !holder.dead && holder.paused
 	holderDead := holder == nil || holder.dead
-	holderWants := holder != nil && holder.wanting
+	holderWants := holder != nil && (holder.wanting || holder.helpWanting > 0)
 	o.mu.Unlock()
 	s.wanted = len(waiters) > 0
 	var names []string
@@ -190,7 +190,7 @@ func (w *simWorld) laneState(r *simRow) simLaneState {
 	}
 	s.waiters = strings.Join(names, ",")
 	if r != nil && holder != nil && !holderDead {
-		if l := holder.eng.knownLane("s", "l"); l != nil {
+		if l := holder.engine().knownLane("s", "l"); l != nil {
 			if g := l.currentRow(); g != nil && !g.lost.Load() && g.epoch == r.epoch {
 				s.held = true
 			}
@@ -367,11 +367,31 @@ func (w *simWorld) acquired(p *simProc, ok bool) {
 		w.note(fmt.Sprintf("%v waited %v (since step %d; %d holds of others)", p, p.starve.waited, p.starve.step, p.starve.holds))
 	}
 	p.starve = simStarve{}
-	for _, q := range o.procs {
+	w.othersSawAHoldLocked(p)
+}
+
+// othersSawAHoldLocked counts a hold p began (by any of its writers) for
+// the starvation check of every other process that waits and is not
+// stopped. The caller holds w.os.mu.
+func (w *simWorld) othersSawAHoldLocked(p *simProc) {
+	for _, q := range w.os.procs {
 		if q != nil && q != p && !q.dead && q.cancel != nil && !q.paused {
 			q.starve.holds++
 			q.starve.last = p
 		}
+	}
+}
+
+// helping records a change of the number of p's extra writers (help)
+// inside Acquire (wanting) and holding the lane (holding); a writer that
+// begins to hold counts as a hold of p for the others' starvation check.
+func (w *simWorld) helping(p *simProc, wanting, holding int) {
+	w.os.mu.Lock()
+	defer w.os.mu.Unlock()
+	p.helpWanting += wanting
+	p.helpHolding += holding
+	if holding > 0 {
+		w.othersSawAHoldLocked(p)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cleocode/cleolease/internal/platform"
@@ -64,19 +65,25 @@ type simProc struct {
 	// oldest first: the one it opened, and those it moved to (Refresh).
 	// It announces wants and takes tickets in the newest (sidecar), and
 	// tests every one.
-	gens     []int
-	sidecar  int
-	pidns    string // "": the test process's pid namespace; else another one
-	busy     bool   // its worker writes in a tight loop (no pause between holds)
-	slow     bool   // its worker's holds take 5 to 30 ms
-	dead     bool   // killed (or the run is over): every gate fails
-	paused   bool   // stopped: its gates are not released
-	inbox    chan []byte
-	closed   bool // inbox closed
-	eng      *Engine
-	clock    *simClock
-	breaking bool // a Break of this process is in flight
-	done     chan struct{}
+	gens    []int
+	sidecar int
+	pidns   string // "": the test process's pid namespace; else another one
+	busy    bool   // its worker writes in a tight loop (no pause between holds)
+	slow    bool   // its worker's holds take 5 to 30 ms
+	dead    bool   // killed (or the run is over): every gate fails
+	paused  bool   // stopped: its gates are not released
+	inbox   chan []byte
+	closed  bool // inbox closed
+	// bound: its engine's doorbell listens (a datagram sent to it while
+	// not is refused, as by a socket nobody bound); locked: an engine of
+	// it is open and holds its lifetime lock (between a Close and the
+	// next Open of a process that reopens its engine, a probe finds the
+	// lock released).
+	bound, locked bool
+	eng           *Engine
+	clock         *simClock
+	breaking      bool // a Break of this process is in flight
+	done          chan struct{}
 
 	// What its worker does (the liveness checker's view, simlive_test.go).
 	cancel context.CancelFunc // ends the Acquire in progress (nil: none)
@@ -90,7 +97,32 @@ type simProc struct {
 	wanting    bool      // inside Acquire, or between its retries
 	holding    bool      // between Acquire's return and Release
 	starve     simStarve // its current wait, while wanting
+
+	// Its extra writers (simConfig.writers: help): how many there are,
+	// how many are inside Acquire and how many hold the lane.
+	writers, helpWanting, helpHolding int
+	// prevHigh is the highest epoch its earlier engines saw or issued
+	// (simConfig.reopen): what a reopened engine no longer remembers.
+	prevHigh int64
 }
+
+// engine is p's current engine (a process that reopens replaces it).
+func (p *simProc) engine() *Engine {
+	simEngineMu.Lock()
+	defer simEngineMu.Unlock()
+	return p.eng
+}
+
+// setEngine makes eng p's current engine.
+func (p *simProc) setEngine(eng *Engine) {
+	simEngineMu.Lock()
+	defer simEngineMu.Unlock()
+	p.eng = eng
+}
+
+// simEngineMu guards every simProc's eng (a leaf lock: the checks read
+// it while holding simOS.mu).
+var simEngineMu sync.Mutex
 
 // simOS is the shared state of the simulated processes' OS: who holds
 // which lock, who wants which lane, the arrival counter, the datagrams in
@@ -434,10 +466,19 @@ func (o *simOS) seams(p *simProc) osSeams {
 	return osSeams{
 		holderID: p.id, pid: p.pid, holes: o.holes,
 		openLocks: func(string, os.FileMode, int64) (platform.Locks, error) {
+			o.mu.Lock()
+			p.locked = true
+			o.mu.Unlock()
 			return &simLocks{o: o, p: p}, nil
 		},
 		listenBell: func(string, string, platform.FileID) (platform.Bell, error) {
-			return &simBell{o: o, p: p}, nil
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if p.closed && !p.dead { // a reopened engine's socket
+				p.inbox, p.closed = make(chan []byte, 1024), false
+			}
+			p.bound = true
+			return &simBell{o: o, p: p, inbox: p.inbox}, nil
 		},
 		watchFiles: func(string, string, func()) (platform.FileWatch, error) { return nil, platform.ErrUnsupported },
 		watchExit:  o.watchExit,
@@ -495,6 +536,7 @@ func (l *simLocks) Close() error {
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
 	l.o.dropWantsLocked(l.p)
+	l.p.locked = false
 	return nil
 }
 
@@ -510,7 +552,7 @@ func (l *simLocks) Probe(slot int64, mark string) platform.Proof {
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
 	q := l.o.bySlot(slot)
-	alive := q != nil && !q.dead
+	alive := q != nil && !q.dead && q.locked
 	for _, g := range l.p.gens {
 		if alive && slices.Contains(q.gens, g) {
 			return platform.Held
@@ -627,8 +669,9 @@ func (l *simLocks) Sees(_ int64, mark string) bool {
 // simBell is platform.Bell for process p: datagrams wait in flight until
 // the scheduler delivers, drops or duplicates them.
 type simBell struct {
-	o *simOS
-	p *simProc
+	o     *simOS
+	p     *simProc
+	inbox chan []byte // p's inbox when this bell was bound
 }
 
 func (b *simBell) MaxDatagram() int { return 60 << 10 }
@@ -640,8 +683,8 @@ func (b *simBell) Send(to string, msg []byte) error {
 	b.o.mu.Lock()
 	q := b.o.byID(to)
 	b.o.mu.Unlock()
-	if q == nil || q.dead {
-		return errors.New("sim: connection refused")
+	if q == nil || q.dead || !q.bound {
+		return fmt.Errorf("sim: %w", syscall.ECONNREFUSED) // no socket bound
 	}
 	b.o.inject(b.p.id, to, append([]byte(nil), msg...))
 	return nil
@@ -650,7 +693,7 @@ func (b *simBell) Send(to string, msg []byte) error {
 // Recv returns the next datagram delivered to p; a nil one stands for a
 // failure of the socket (simOS.failRecv), returned once as an error.
 func (b *simBell) Recv(buf []byte) (int, error) {
-	msg, ok := <-b.p.inbox
+	msg, ok := <-b.inbox
 	if !ok {
 		return 0, errors.New("sim: bell closed")
 	}
@@ -663,9 +706,12 @@ func (b *simBell) Recv(buf []byte) (int, error) {
 func (b *simBell) Close() error {
 	b.o.mu.Lock()
 	defer b.o.mu.Unlock()
-	if !b.p.closed {
-		b.p.closed = true
-		close(b.p.inbox)
+	if b.p.inbox == b.inbox {
+		b.p.bound = false
+		if !b.p.closed {
+			b.p.closed = true
+			close(b.p.inbox)
+		}
 	}
 	return nil
 }

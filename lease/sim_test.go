@@ -184,6 +184,16 @@ type simConfig struct {
 	// holes are the holes put back in every simulated engine
 	// (sim_bug_test.go).
 	holes holes
+	// writers: each process runs up to this many writers on its engine
+	// (the scheduler chooses how many, at least one): the others (help)
+	// wait behind the engine's gate, as a server's goroutines do.
+	writers int
+	// reopen: a process with one writer now and then closes its engine
+	// and opens a new one, the same process (holder id, pid) with empty
+	// epoch memory, with or without TablesReady: between holds, or in
+	// place of a release (its Close then hands on or releases the lane,
+	// and may leave the row).
+	reopen bool
 	// noForge: no datagram is forged (a forged grant makes a process
 	// adopt a lane the table says it holds, which would hide a grant its
 	// claim never learned of).
@@ -231,9 +241,11 @@ func (f simFaults) any() bool {
 var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true}
 
 // simFull is the configuration TestSimulation runs: every fault, every
-// check.
+// check; up to three writers per process, and processes with one that
+// close and reopen their engine (issue 38).
 func simFull(seed int64, steps int, journal string) simConfig {
-	return simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: true, faults: simAllFaults, liveness: true}
+	return simConfig{seed: seed, steps: steps, procs: 3, journal: journal, stops: true, recommit: true, faults: simAllFaults, liveness: true,
+		writers: 3, reopen: true}
 }
 
 // The configurations of the seeded-revert tests of issue 28
@@ -446,23 +458,115 @@ func (w *simWorld) start(i int) error {
 	w.os.mu.Lock()
 	w.os.procs[i] = p
 	w.os.mu.Unlock()
-	eng, err := openWith(context.Background(), Options{Base: testBase, Path: w.path, DSN: w.dsn, TTL: simTTL,
-		Linger: w.linger, StealAfterTTL: w.steal, Clock: p.clock, Logger: slog.New(simLogHandler{w, p})}, w.os.seams(p))
+	p.writers = 1
+	if w.cfg.writers > 1 {
+		p.writers += w.rng.Intn(w.cfg.writers)
+	}
+	eng, err := w.openEngine(p, false)
 	if err != nil {
 		return fmt.Errorf("open %s: %v", id, err)
 	}
-	// Its pid namespace and start time, before any lane reads them (the
-	// engine's goroutines touch start only through a lane: laneState.me).
-	eng.start = simIdentity(eng.start, p.pidns)
-	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
-	p.eng = eng
+	p.setEngine(eng)
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		defer close(p.done)
 		w.work(p, rand.New(rand.NewSource(w.cfg.seed*1000+int64(i)*10+int64(gen))))
 	}()
+	for k := 1; k < p.writers; k++ {
+		w.wg.Add(1)
+		go w.help(p, rand.New(rand.NewSource(w.cfg.seed*1000+int64(i)*10+int64(gen)+int64(k)*100000)))
+	}
 	return nil
+}
+
+// openEngine opens an engine of process p on the file (tablesReady:
+// Options.TablesReady, as the driver gives it when the lease tables are
+// complete).
+func (w *simWorld) openEngine(p *simProc, tablesReady bool) (*Engine, error) {
+	eng, err := openWith(context.Background(), Options{Base: testBase, Path: w.path, DSN: w.dsn, TTL: simTTL,
+		Linger: w.linger, StealAfterTTL: w.steal, Clock: p.clock, Logger: slog.New(simLogHandler{w, p}), TablesReady: tablesReady}, w.os.seams(p))
+	if err != nil {
+		return nil, err
+	}
+	// Its pid namespace and start time, before any lane reads them (the
+	// engine's goroutines touch start only through a lane: laneState.me).
+	eng.start = simIdentity(eng.start, p.pidns)
+	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
+	return eng, nil
+}
+
+// reopen closes p's engine and opens a new one for p (the same process:
+// its holder id and pid; an engine's epoch memory starts empty), with or
+// without TablesReady. With h, p's worker holds the lane: the Close ends
+// the hold (it hands the lane on or releases it, and may leave the row
+// when SQLite's write lock is not free in time). false when p died.
+func (w *simWorld) reopen(p *simProc, h *Hold, rng *rand.Rand) bool {
+	if w.os.gate(p, "work/reopen") != nil {
+		return false
+	}
+	old := p.engine()
+	if l := old.knownLane("s", "l"); l != nil {
+		w.os.mu.Lock()
+		p.prevHigh = max(p.prevHigh, l.epochs.high.Load())
+		w.os.mu.Unlock()
+	}
+	w.closeEngine(old)
+	ready := rng.Intn(2) == 0
+	eng, err := w.openEngine(p, ready)
+	if err != nil {
+		if !w.os.isDead(p) {
+			w.res.violate(w.curStep, "reopen %v: %v", p, err)
+		}
+		return false
+	}
+	w.os.mu.Lock()
+	dead := p.dead
+	if !dead {
+		p.setEngine(eng)
+	}
+	w.os.mu.Unlock()
+	if dead {
+		w.closeEngine(eng)
+		return false
+	}
+	w.fault("reopen")
+	w.note(fmt.Sprintf("%d p%d reopened its engine (holding: %v, TablesReady: %v)", w.curStep, p.idx, h != nil, ready))
+	return true
+}
+
+// help is one of p's extra writers (simConfig.writers): acquire, one
+// fenced write that may hand the lane on, release, again, until p dies.
+// It waits behind the engine's gate while another writer of p holds or
+// waits; its Acquire is never cancelled.
+func (w *simWorld) help(p *simProc, rng *rand.Rand) {
+	defer w.wg.Done()
+	db, err := sql.Open("sqlite3", w.dsn)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for {
+		time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond)
+		if w.os.gate(p, "help/acquire") != nil {
+			return
+		}
+		w.helping(p, 1, 0)
+		h, err := p.engine().Acquire(context.Background(), "s", "l", AcquireOptions{Wait: 3 * simTTL, Require: true})
+		w.helping(p, -1, 0)
+		if err != nil {
+			continue // the next gate ends a dead process
+		}
+		w.helping(p, 0, 1)
+		w.write(p, db, nil, h, rng, true)
+		time.Sleep(time.Duration(rng.Intn(3)) * time.Millisecond)
+		if w.os.gate(p, "help/release") != nil {
+			return // dead: no release
+		}
+		h.Release()
+		w.helping(p, 0, -1)
+	}
 }
 
 // startOperator starts the process that breaks lanes (as an
@@ -479,7 +583,7 @@ func (w *simWorld) startOperator() error {
 	}
 
 	eng.setHook(func(op string) error { return w.os.gate(p, "lease/"+op) })
-	p.eng = eng
+	p.setEngine(eng)
 	w.os.mu.Lock()
 	w.os.operator = p
 	w.os.mu.Unlock()
@@ -507,6 +611,9 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 		} else {
 			time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond) // between holds
 		}
+		if w.cfg.reopen && p.writers == 1 && rng.Intn(25) == 0 && !w.reopen(p, nil, rng) {
+			return
+		}
 		if w.os.gate(p, "work/acquire") != nil {
 			return
 		}
@@ -525,7 +632,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 				})
 			}
 		}
-		h, err := p.eng.Acquire(ctx, "s", "l", opts)
+		h, err := p.engine().Acquire(ctx, "s", "l", opts)
 		w.acquired(p, err == nil)
 		cancel()
 		if err != nil && first != nil {
@@ -567,6 +674,15 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			rest = time.Duration(5+rng.Intn(26)) * time.Millisecond
 		}
 		time.Sleep(rest)
+		if w.cfg.reopen && p.writers == 1 && rng.Intn(25) == 0 {
+			// The process closes its engine while it holds the lane.
+			ok := w.reopen(p, h, rng)
+			w.released(p)
+			if !ok {
+				return
+			}
+			continue
+		}
 		if w.os.gate(p, "work/release") != nil {
 			return // dead: no release
 		}
@@ -731,10 +847,10 @@ func (w *simWorld) recommit(ctx context.Context, p *simProc, c *sql.Conn, id int
 	return err == nil
 }
 
-// closeEngine closes p's engine and adds its counters to the result.
-func (w *simWorld) closeEngine(p *simProc) {
-	p.eng.Close()
-	st := p.eng.Stats()
+// closeEngine closes eng and adds its counters to the result.
+func (w *simWorld) closeEngine(eng *Engine) {
+	eng.Close()
+	st := eng.Stats()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := &w.res.engines
@@ -1056,13 +1172,21 @@ func (w *simWorld) restore() string {
 		if p.id != holder {
 			continue
 		}
-		l := p.eng.knownLane("s", "l")
-		if l == nil {
+		// What it has seen or issued: its engine's epoch memory, and its
+		// earlier engines' (a reopened engine starts with none).
+		w.os.mu.Lock()
+		high := p.prevHigh
+		w.os.mu.Unlock()
+		l := p.engine().knownLane("s", "l")
+		if l == nil && high == 0 {
 			// It never used the lane: it issued no epoch from the row.
 			w.chain, state = restored, p.id+" never used the lane"
 			break
 		}
-		g, high := l.currentRow(), l.epochs.high.Load()
+		var g *grant
+		if l != nil {
+			g, high = l.currentRow(), max(high, l.epochs.high.Load())
+		}
 		state = fmt.Sprintf("%s holds %s, has seen or issued up to %d", p.id, describeGrant(g), high)
 		switch {
 		case g != nil && !g.lost.Load() && g.epoch == restored:
@@ -1127,7 +1251,7 @@ func (w *simWorld) kill() string {
 	w.wg.Add(1)
 	go func() { // the engine's remains: every step of it fails now
 		defer w.wg.Done()
-		w.closeEngine(p) // ends its goroutines, which a dead process would not run
+		w.closeEngine(p.engine()) // ends its goroutines, which a dead process would not run
 	}()
 	return fmt.Sprintf("kill p%d (%s)", p.idx, p.id)
 }
@@ -1190,7 +1314,7 @@ func (w *simWorld) breakLane() string {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		p.eng.Break(context.Background(), "s", "l", true)
+		p.engine().Break(context.Background(), "s", "l", true)
 		w.os.mu.Lock()
 		p.breaking = false
 		w.os.mu.Unlock()
@@ -1269,7 +1393,7 @@ func (w *simWorld) forge() string {
 	case 1:
 		msg, what = encodeLook("s", "l"), "look"
 	case 2:
-		reg := registration{Scope: "s", Lane: "l", ID: other.id, Start: other.eng.holderStart(), PID: other.pid, Slot: other.slot,
+		reg := registration{Scope: "s", Lane: "l", ID: other.id, Start: other.engine().holderStart(), PID: other.pid, Slot: other.slot,
 			Arrival: w.rng.Int63n(100), TTL: simTTL.Milliseconds(), Enqueued: other.clock.Now().UnixMilli()}
 		msg, what = encodeWaiting([]registration{reg}), "registration of "+other.id
 	default:
@@ -1373,7 +1497,7 @@ func (w *simWorld) check(step int) {
 	w.rowEpoch = epoch
 	can := 0
 	for _, p := range w.live() {
-		if l := p.eng.knownLane("s", "l"); l != nil {
+		if l := p.engine().knownLane("s", "l"); l != nil {
 			if g := l.currentRow(); g != nil && !g.lost.Load() && p.id == holder && g.epoch == epoch {
 				can++
 			}
@@ -1423,7 +1547,7 @@ func (w *simWorld) stop() {
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				w.closeEngine(p)
+				w.closeEngine(p.engine())
 			}()
 		}
 	}
