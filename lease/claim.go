@@ -52,7 +52,7 @@ func (c *claimRun) saw(r *row) {
 	if r != nil && r.epoch > c.above {
 		c.above = r.epoch
 	}
-	if r != nil {
+	if r != nil && !c.l.e.os.holes.unboundedLateGrant {
 		// The lane has carried this epoch: no row of this process at or
 		// below it is ever a grant (lateGrant), also in an engine that
 		// opened since the process last used the lane.

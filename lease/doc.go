@@ -220,7 +220,16 @@
 // holder alive by its pid whose liveness lock is in other liveness files
 // than this process's and whose doorbell on this file refuses a datagram
 // (on Linux a doorbell is named after the file's inode) runs on another
-// file, and is reclaimed as dead (reclaimable).
+// file, and is reclaimed as dead (reclaimable). So is one alive on this
+// file whose doorbell refused a waiter's registration: its engine here
+// does not listen — it opened with TablesReady and has used no lease
+// since, and nothing names a process before it listens (listen.go; an
+// inline grant the caller's own COMMIT exposes listens first,
+// Hold.Exposing) — so the row is not its grant (a restore brought it
+// back, or its last engine left it at Close; an engine reopened in a
+// process that left a row sweeps it at Open, leftRows). Only rows a
+// cleolease engine wrote (with holder_start and holder_slot): the
+// original implementation's processes have no doorbell.
 //
 // A replicated file (Options.Replicated: a LiteFS mount) never makes a
 // degraded grant either: a holder that looks alive may be a former

@@ -21,11 +21,13 @@ type holes struct {
 	// (sidecarfollow.go; issue 28 item 2): a waiter that opened after the
 	// sidecar was removed starves.
 	ignoreSidecarMove bool
-	// unboundedLateGrant: a claim that quit after reading another
-	// holder's row at epoch F adopts a row naming this process at any
-	// epoch this engine has not seen, F or below too (settle.go
-	// lateGrant; issue 38 item 1): after a restore, an engine reopened in
-	// the same process hands on an epoch the file issued before.
+	// unboundedLateGrant: a claim does not note the epochs it sees in
+	// the engine's epoch memory (claimRun.saw), and one that quit after
+	// reading another holder's row at epoch F adopts a row naming this
+	// process at any epoch this engine has not seen, F or below too
+	// (settle.go lateGrant; issue 38 item 1): after a restore, an engine
+	// reopened in the same process hands on an epoch the file issued
+	// before.
 	unboundedLateGrant bool
 	// noLeftRowSweep: an engine opened with TablesReady does not sweep a
 	// row its process's last engine left at Close (engine.go; issue 38

@@ -126,6 +126,19 @@ func (l *laneState) wanted() bool {
 // call Fencing.EndInline before its COMMIT.
 func (h *Hold) Inline() bool { return h.g != nil && h.g.inline.Load() }
 
+// Exposing tells the Hold that the caller's SQL may end the transaction
+// its grant was claimed in (a COMMIT or END among the caller's own
+// statements): an inline grant then becomes visible before EndInline. The
+// engine starts listening first (if it does not yet), since nothing may
+// name a process to others before it listens: a waiter whose
+// registration such a process refused would take the row for one its
+// engine does not hold (reclaimable). Nothing for another grant.
+func (h *Hold) Exposing() {
+	if h.Inline() {
+		h.l.e.listenLate()
+	}
+}
+
 // EndInline settles a grant claimed inside this transaction (Hold.Inline),
 // on q — the transaction's connection — after Check passed and just
 // before COMMIT; for any other grant it does nothing. open reports that

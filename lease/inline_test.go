@@ -292,3 +292,28 @@ func TestInlineClaimEndsWithItsTransaction(t *testing.T) {
 }
 
 var _ driver.QueryerContext = rawInline{}
+
+// TestInlineGrantExposedByTheCallersCommitListensFirst: the caller's own
+// COMMIT inside a transaction whose grant was claimed inline makes the
+// row visible before EndInline. Hold.Exposing, which the driver calls for
+// such a statement, starts the engine's listening first: a waiter that
+// rang it before would have been refused, and would have taken the row
+// for one its engine does not hold (reclaimable).
+func TestInlineGrantExposedByTheCallersCommitListensFirst(t *testing.T) {
+	path, _, c, cf := inlineFile(t)
+	e := openEngine(t, path, func(o *Options) { o.TablesReady = true })
+	ctx := context.Background()
+	h, err := e.Acquire(ctx, "s", "l", AcquireOptions{Wait: time.Minute, Require: true, Confirm: cf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	if !h.Inline() || e.listening.Load() {
+		t.Fatalf("Inline %v, listening %v; want an inline grant of an engine that does not listen", h.Inline(), e.listening.Load())
+	}
+	h.Exposing()
+	if !e.listening.Load() {
+		t.Fatal("not listening after Exposing: the caller's COMMIT would show a row naming a process that refuses registrations")
+	}
+	inlineWrite(t, c, cf, h)
+}

@@ -32,6 +32,14 @@ func TestLateGrantIsAboveTheRowTheClaimRead(t *testing.T) {
 			t.Errorf("%s: lateGrant of epoch %d after the claim read %+v: %v, want %v", c.name, c.epoch, c.seen, got, c.want)
 		}
 	}
+	// The seeded hole (holes.unboundedLateGrant) is this decision
+	// reverted: the restored row below the other holder's is adopted.
+	e.os.holes.unboundedLateGrant = true
+	defer func() { e.os.holes.unboundedLateGrant = false }()
+	l := newLane(e, "s", "hole")
+	if !l.lateGrant(settler{quit: true, seen: rowRef{holder: "cl-other", epoch: 6, known: true}}, &row{epoch: 5, h: me}) {
+		t.Error("with the hole put back, the restored row below the other holder's is still refused: the seam reverts nothing")
+	}
 }
 
 // A claim's reads of other holders' rows raise the lane's epoch memory,

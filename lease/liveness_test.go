@@ -216,3 +216,28 @@ func TestWithMark(t *testing.T) {
 		}
 	}
 }
+
+// A live holder of the original implementation (a row with neither
+// holder_start nor holder_slot: it has no doorbell, so every registration
+// is refused) keeps its lane: the refusal proves only that a cleolease
+// engine does not listen (reclaimable), and the original's processes
+// never do.
+func TestOriginalImplementationsLiveHolderKeepsItsLane(t *testing.T) {
+	injectLookup(t, platform.ProcAlive, "")
+	path := newDB(t)
+	e := openEngine(t, path, nil)
+	db := rawDB(t, path)
+	now := time.Now().UnixMilli()
+	if _, err := db.Exec(`INSERT INTO _writer_leases(scope, lane, holder_id, holder_pid, epoch, acquired_at, heartbeat_at, ttl_ms)
+		VALUES ('s', 'l', 'original', 4000000, 7, ?, ?, 3600000)`, now, now); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Acquire(context.Background(), "s", "l", AcquireOptions{Wait: 300 * time.Millisecond, Require: true})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Acquire: %v, want ErrUnavailable (the original's holder lives)", err)
+	}
+	var id string
+	if err := db.QueryRow(`SELECT holder_id FROM _writer_leases WHERE active = 1`).Scan(&id); err != nil || id != "original" {
+		t.Fatalf("the lane's holder is %q (%v), want the original's", id, err)
+	}
+}

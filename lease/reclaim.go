@@ -21,12 +21,16 @@ func (l *laneState) reclaimable(r *row) (bool, string) {
 		// backup of another file). It will never hand the lane on here.
 		v = deadBecause(v.reason + ", and no doorbell of it on this file: it runs on another file (a copy or a restore)")
 	}
-	if v.alive() && !v.elsewhere && l.refusedBy(r) && !l.e.os.holes.ignoreRefusal {
+	if v.alive() && !v.elsewhere && r.h.Slot > 0 && r.h.Start != "" && l.refusedBy(r) && !l.e.os.holes.ignoreRefusal {
 		// Alive on this file, but its engine here does not listen (its
 		// doorbell refused this waiter's registration): nothing names a
-		// process before it listens (listen.go), so the row is not a
-		// grant of its engine — a restore brought it back, or an engine
-		// of it that has closed left it. It would never hand the lane on.
+		// process before it listens (listen.go; a grant claimed inside a
+		// transaction is exposed only after it: Hold.Exposing), so the row
+		// is not a grant of its engine — a restore brought it back, or an
+		// engine of it that has closed left it. It would never hand the
+		// lane on. Only for a row a cleolease engine wrote (its liveness
+		// slot and holder_start): the original implementation's processes
+		// have no doorbell at all.
 		v = deadBecause(v.reason + ", but its doorbell on this file refused the registration: its engine here does not listen, so the row is not its grant (a restore brought it back, or its last engine left it)")
 	}
 	info := fmt.Sprintf("%s (pid %d, epoch %d): %s", r.h.ID, r.h.PID, r.epoch, v.reason)

@@ -66,3 +66,31 @@ func TestSimulationFindsPidnsBug(t *testing.T) {
 	simFindsBug(t, "a live holder of another pid namespace judged dead",
 		withHoles(simPidns, holes{unknownIsDead: true}), 8, 5000, simRobbed)
 }
+
+// simReopen reaches the rows a process's engines leave behind (issue 38
+// items 1 and 2): processes close and reopen their engine, often in
+// place of a release, and a Close whose release cannot take SQLite's
+// write lock in time (a stopped process keeps it) leaves the row; the
+// file is backed up and restored in place, bringing back rows that name
+// live processes whose engine does not listen. No Break or TTL steal
+// frees a lane, and nobody is killed (a dead holder's lane is reclaimed).
+func simReopen(seed int64, steps int) simConfig {
+	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", stops: true, liveness: true, reopen: true, reopenEvery: 5,
+		faults: simFaults{workers: true, restore: true, locker: true}, steal: 2, kill: -1, noBreak: true}
+}
+
+// TestSimulationFindsLeftRowBug: with issue 38 item 2's fixes reverted
+// (noLeftRowSweep: an engine reopened with TablesReady does not sweep the
+// row its process's last engine left; ignoreRefusal: a waiter does not
+// take a refused registration for a row the live holder does not hold),
+// the row names a live process that does not listen: the stuck-lane or
+// unaware-holder check reports it.
+func TestSimulationFindsLeftRowBug(t *testing.T) {
+	cfg := func(seed int64, steps int) simConfig {
+		c := simReopen(seed, steps)
+		c.reopenReads = true
+		return c
+	}
+	simFindsBug(t, "a row naming a live process whose engine does not listen",
+		withHoles(cfg, holes{noLeftRowSweep: true, ignoreRefusal: true}), 12, 10000, simStuck, simStarved)
+}

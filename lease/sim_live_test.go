@@ -196,7 +196,12 @@ func (w *simWorld) laneState(r *simRow) simLaneState {
 			}
 		}
 	}
-	s.unaware = r != nil && !holderDead && !s.held && !holderWants
+	// A holder whose engine does not listen (opened with TablesReady,
+	// no lease used since) holds no grant, and refuses a waiter's
+	// registration, which then reclaims the row (reclaimable): the row
+	// waits for a waiter, and the stuck-lane check sees that it is served.
+	listens := holder != nil && !holderDead && holder.engine().listening.Load()
+	s.unaware = r != nil && !holderDead && !s.held && !holderWants && listens
 	s.unawareStopped = s.unaware && holderStopped
 	s.allStopped = s.wanted && runnable == 0
 	switch {
@@ -444,6 +449,7 @@ func (w *simWorld) released(p *simProc) {
 type simReclaim struct {
 	by, from, reason string
 	alive            bool
+	held             bool // from's current engine held a grant of the lane (then)
 }
 
 // simLogHandler receives a simulated engine's log records at warning
@@ -476,6 +482,15 @@ func (h simLogHandler) Handle(_ context.Context, r slog.Record) error {
 	q := o.everyone[rc.from]
 	rc.alive = q != nil && !q.dead
 	o.mu.Unlock()
+	if rc.alive {
+		// A live process is robbed only of a grant its engine holds: a
+		// row no engine of it holds (one its closed engine left, or a
+		// restore brought back) is not its lease.
+		if l := q.engine().knownLane("s", "l"); l != nil {
+			g := l.currentRow()
+			rc.held = g != nil && !g.lost.Load()
+		}
+	}
 	h.w.mu.Lock()
 	h.w.reclaims = append(h.w.reclaims, rc)
 	h.w.mu.Unlock()
@@ -490,8 +505,8 @@ func (w *simWorld) checkRobbed(step int) {
 	w.reclaims = nil
 	w.mu.Unlock()
 	for _, rc := range rcs {
-		w.res.trace = append(w.res.trace, fmt.Sprintf("reclaim by %s from %s: %s (alive: %v)", rc.by, rc.from, rc.reason, rc.alive))
-		if rc.reason == "dead" && rc.alive && w.cfg.liveness {
+		w.res.trace = append(w.res.trace, fmt.Sprintf("reclaim by %s from %s: %s (alive: %v, its engine holds a grant: %v)", rc.by, rc.from, rc.reason, rc.alive, rc.held))
+		if rc.reason == "dead" && rc.alive && rc.held && w.cfg.liveness {
 			w.res.violate(step, "%s: %s reclaimed the lane as dead from %s, which lives", simRobbed, rc.by, rc.from)
 		}
 	}

@@ -192,8 +192,15 @@ type simConfig struct {
 	// and opens a new one, the same process (holder id, pid) with empty
 	// epoch memory, with or without TablesReady: between holds, or in
 	// place of a release (its Close then hands on or releases the lane,
-	// and may leave the row).
-	reopen bool
+	// and may leave the row); one time in reopenEvery holds (0: 25).
+	// Half the reopened engines only read for a while (simIdle to twice
+	// that) before they use a lease again, as a process that reads.
+	reopen      bool
+	reopenEvery int
+	// reopenReads: every reopened engine opens with TablesReady and only
+	// reads for a while (the configuration of the seeded revert of issue
+	// 38 item 2, which such an engine's rows stall).
+	reopenReads bool
 	// noForge: no datagram is forged (a forged grant makes a process
 	// adopt a lane the table says it holds, which would hide a grant its
 	// claim never learned of).
@@ -228,17 +235,22 @@ type simFaults struct {
 	// last backup restored over it in place (the backup API) while the
 	// processes keep it open (issue 31, item 3).
 	restore bool
+	// locker: a tool outside cleolease (the sqlite3 shell, a backup
+	// program) takes SQLite's write lock now and then and keeps it for a
+	// while: a Close meanwhile cannot release its lane in time and leaves
+	// its row (issue 38 item 2).
+	locker bool
 }
 
 // any reports whether any family is on. (Then a running process is
 // stopped less often, and the scheduler's sleeps end at the first timer:
 // see pause and simOS.sleep.)
 func (f simFaults) any() bool {
-	return f.cancels || f.workers || f.dgrams || f.sidecar || f.pidns || f.restore
+	return f.cancels || f.workers || f.dgrams || f.sidecar || f.pidns || f.restore || f.locker
 }
 
 // simAllFaults is every family of faults.
-var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true}
+var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true, locker: true}
 
 // simFull is the configuration TestSimulation runs: every fault, every
 // check; up to three writers per process, and processes with one that
@@ -367,6 +379,12 @@ type simWorld struct {
 	restoredEpoch int64
 	checked       time.Time // when a check last ended with the write lock free
 	lowFree       time.Time // the lowest process clock then (lowestClock)
+	// The locker fault (cfg.faults.locker): its connection, holding
+	// SQLite's write lock while locked.
+	lockDB  *sql.DB
+	lockCon *sql.Conn
+	locked  bool
+
 	// chain is the last epoch at or below issued that check accepted
 	// after a restore (0: none): the restored row when its holder, alive,
 	// held that very grant all along or has issued no epoch above it (see
@@ -505,6 +523,7 @@ func (w *simWorld) reopen(p *simProc, h *Hold, rng *rand.Rand) bool {
 	if w.os.gate(p, "work/reopen") != nil {
 		return false
 	}
+	w.givesUp(p) // not inside Acquire (a failed one left it wanting until its retry)
 	old := p.engine()
 	if l := old.knownLane("s", "l"); l != nil {
 		w.os.mu.Lock()
@@ -512,7 +531,10 @@ func (w *simWorld) reopen(p *simProc, h *Hold, rng *rand.Rand) bool {
 		w.os.mu.Unlock()
 	}
 	w.closeEngine(old)
-	ready := rng.Intn(2) == 0
+	if _, left := leftRows.Load(old.leftKey()); left {
+		w.fault("close left the row")
+	}
+	ready := w.cfg.reopenReads || rng.Intn(2) == 0
 	eng, err := w.openEngine(p, ready)
 	if err != nil {
 		if !w.os.isDead(p) {
@@ -531,7 +553,12 @@ func (w *simWorld) reopen(p *simProc, h *Hold, rng *rand.Rand) bool {
 		return false
 	}
 	w.fault("reopen")
-	w.note(fmt.Sprintf("%d p%d reopened its engine (holding: %v, TablesReady: %v)", w.curStep, p.idx, h != nil, ready))
+	idle := time.Duration(0)
+	if w.cfg.reopenReads || rng.Intn(2) == 0 {
+		idle = simIdle + time.Duration(rng.Int63n(int64(simIdle)))
+	}
+	w.note(fmt.Sprintf("%d p%d reopened its engine (holding: %v, TablesReady: %v, reads only for %v)", w.curStep, p.idx, h != nil, ready, idle))
+	time.Sleep(idle)
 	return true
 }
 
@@ -611,7 +638,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 		} else {
 			time.Sleep(time.Duration(rng.Intn(4)) * time.Millisecond) // between holds
 		}
-		if w.cfg.reopen && p.writers == 1 && rng.Intn(25) == 0 && !w.reopen(p, nil, rng) {
+		if w.cfg.reopen && p.writers == 1 && rng.Intn(cmp.Or(w.cfg.reopenEvery, 25)) == 0 && !w.reopen(p, nil, rng) {
 			return
 		}
 		if w.os.gate(p, "work/acquire") != nil {
@@ -674,7 +701,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			rest = time.Duration(5+rng.Intn(26)) * time.Millisecond
 		}
 		time.Sleep(rest)
-		if w.cfg.reopen && p.writers == 1 && rng.Intn(25) == 0 {
+		if w.cfg.reopen && p.writers == 1 && rng.Intn(cmp.Or(w.cfg.reopenEvery, 25)) == 0 {
 			// The process closes its engine while it holds the lane.
 			ok := w.reopen(p, h, rng)
 			w.released(p)
@@ -837,6 +864,7 @@ func (w *simWorld) recommit(ctx context.Context, p *simProc, c *sql.Conn, id int
 		WHERE id = ?`, id); err != nil {
 		return false
 	}
+	h.Exposing() // as the driver does for a caller's COMMIT (internal/core)
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
 		return false
 	}
@@ -944,6 +972,8 @@ func (w *simWorld) step() string {
 		return w.backup()
 	case roll >= 256 && roll < 259 && w.cfg.faults.restore && w.snap != "":
 		return w.restore()
+	case roll >= 259 && roll < 262 && w.cfg.faults.locker:
+		return w.toggleLocker()
 	case roll >= 268 && roll < 368 && w.cfg.faults.cancels:
 		// The scheduler favours the window of issue 28's first hole: a
 		// waiter gives up while a hand-off that found it waiting commits.
@@ -1107,6 +1137,35 @@ func (w *simWorld) backup() string {
 	w.snap, w.snapWrite = snap, last
 	w.fault("backup")
 	return fmt.Sprintf("backup (writes up to %d)", last)
+}
+
+// toggleLocker takes SQLite's write lock for a tool outside cleolease, or
+// lets it go.
+func (w *simWorld) toggleLocker() string {
+	ctx := context.Background()
+	if w.locked {
+		w.lockCon.ExecContext(ctx, "ROLLBACK")
+		w.locked = false
+		return "locker: the tool lets the write lock go"
+	}
+	if w.lockDB == nil {
+		db, err := sql.Open("sqlite3", w.dsn)
+		if err != nil {
+			return "locker: " + err.Error()
+		}
+		c, err := db.Conn(ctx)
+		if err != nil {
+			db.Close()
+			return "locker: " + err.Error()
+		}
+		w.lockDB, w.lockCon = db, c
+	}
+	if _, err := w.lockCon.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return "locker: the write lock is taken"
+	}
+	w.locked = true
+	w.fault("locker")
+	return "locker: a tool takes the write lock"
 }
 
 // restore copies the last backup over the file in place (SQLite's backup
@@ -1541,6 +1600,13 @@ func (w *simWorld) stop() {
 	w.os.mu.Lock()
 	procs := append([]*simProc{w.os.operator}, w.os.procs...)
 	w.os.mu.Unlock()
+	if w.lockDB != nil {
+		if w.locked {
+			w.lockCon.ExecContext(context.Background(), "ROLLBACK")
+		}
+		w.lockCon.Close()
+		w.lockDB.Close()
+	}
 	for _, p := range procs {
 		if !w.os.isDead(p) {
 			w.os.kill(p)

@@ -57,12 +57,17 @@ func (lc *leaseConn) route(query string, known *class, nargs int) (k class, leas
 		k = *known
 	case inTx && !mentionsLockingMode(query):
 		// Inside the driver's transaction the lease is held: only a
-		// locking-mode change needs a look.
+		// locking-mode change needs a look, and the caller's own COMMIT
+		// exposes a grant claimed inside it (lease.Hold.Exposing).
+		lc.tx.exposing(query)
 		return class{}, false, nil
 	default:
 		if k, err = lc.classify(query); err != nil {
 			return class{}, false, err
 		}
+	}
+	if inTx {
+		lc.tx.exposing(query)
 	}
 	switch {
 	case k.refuse != nil:

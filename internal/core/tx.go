@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"database/sql/driver"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -95,6 +96,38 @@ type leaseTx struct {
 	restoreQueryOnly bool
 	once             sync.Once
 	abandoned        atomic.Bool // rolled back as a panic unwound through it (unwind.go)
+}
+
+// exposing tells the transaction's Hold when query may end the
+// transaction (it names COMMIT or END: a CASE … END counts too, and
+// costs only an early start of the engine's listening).
+func (tx *leaseTx) exposing(query string) {
+	if h := tx.w.h; h != nil && h.Inline() && mayEndTx(query) {
+		h.Exposing()
+	}
+}
+
+// mayEndTx reports whether query contains the word COMMIT or END, in any
+// case.
+func mayEndTx(query string) bool {
+	for _, kw := range [...]string{"commit", "end"} {
+		for i := 0; i+len(kw) <= len(query); i++ {
+			if !strings.EqualFold(query[i:i+len(kw)], kw) {
+				continue
+			}
+			before := i == 0 || !isWordByte(query[i-1])
+			after := i+len(kw) == len(query) || !isWordByte(query[i+len(kw)])
+			if before && after {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isWordByte reports whether b may be part of an SQL identifier.
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
 }
 
 // Commit runs the fencing check inside the transaction and commits; if the
