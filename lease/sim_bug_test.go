@@ -94,3 +94,29 @@ func TestSimulationFindsLeftRowBug(t *testing.T) {
 	simFindsBug(t, "a row naming a live process whose engine does not listen",
 		withHoles(cfg, holes{noLeftRowSweep: true, ignoreRefusal: true}), 12, 10000, simStuck, simStarved)
 }
+
+// TestSimulationBugConfigurationsRunClean: each configuration that
+// reaches a seeded hole runs without a violation when the hole is not put
+// back — the fixed code survives what finds the hole.
+func TestSimulationBugConfigurationsRunClean(t *testing.T) {
+	reads := func(seed int64, steps int) simConfig {
+		c := simReopen(seed, steps)
+		c.reopenReads = true
+		return c
+	}
+	for name, cfg := range map[string]func(int64, int) simConfig{
+		"fencing": simFencing, "lategrant": simLateGrant, "sidecar": simSidecar, "pidns": simPidns, "reopen": reads,
+	} {
+		t.Run(name, func(t *testing.T) {
+			for seed := range int64(2) {
+				res := runSim(t, cfg(seed, 5000))
+				for _, v := range res.violations {
+					t.Errorf("seed %d: %s", seed, v)
+				}
+				if res.commits == 0 {
+					t.Errorf("seed %d: no write committed", seed)
+				}
+			}
+		})
+	}
+}

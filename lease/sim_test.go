@@ -237,8 +237,11 @@ type simFaults struct {
 	restore bool
 	// locker: a tool outside cleolease (the sqlite3 shell, a backup
 	// program) takes SQLite's write lock now and then and keeps it for a
-	// while: a Close meanwhile cannot release its lane in time and leaves
-	// its row (issue 38 item 2).
+	// while, and half the Closes of a process that reopens while it
+	// holds the lane run while such a tool holds it: the Close cannot
+	// release the lane in time and leaves its row (issue 38 item 2). Not
+	// in simAllFaults: while the tool holds the lock, most steps retry a
+	// BEGIN, and a run commits half as much.
 	locker bool
 }
 
@@ -250,7 +253,7 @@ func (f simFaults) any() bool {
 }
 
 // simAllFaults is every family of faults.
-var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true, locker: true}
+var simAllFaults = simFaults{cancels: true, workers: true, dgrams: true, sidecar: true, pidns: true, restore: true}
 
 // simFull is the configuration TestSimulation runs: every fault, every
 // check; up to three writers per process, and processes with one that
@@ -530,7 +533,25 @@ func (w *simWorld) reopen(p *simProc, h *Hold, rng *rand.Rand) bool {
 		p.prevHigh = max(p.prevHigh, l.epochs.high.Load())
 		w.os.mu.Unlock()
 	}
+	var tool *sql.DB
+	if h != nil && w.cfg.faults.locker && rng.Intn(2) == 0 {
+		// A tool outside cleolease holds SQLite's write lock across the
+		// Close: its hand-off cannot take it in time and leaves the row.
+		if db, err := sql.Open("sqlite3", w.dsn); err == nil {
+			db.SetMaxOpenConns(1)
+			if _, err := db.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err == nil {
+				tool = db
+				w.fault("a tool holds the write lock across a Close")
+			} else {
+				db.Close()
+			}
+		}
+	}
 	w.closeEngine(old)
+	if tool != nil {
+		tool.ExecContext(context.Background(), "ROLLBACK")
+		tool.Close()
+	}
 	if _, left := leftRows.Load(old.leftKey()); left {
 		w.fault("close left the row")
 	}
