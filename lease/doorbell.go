@@ -93,8 +93,9 @@ type registration struct {
 // bellParts are a doorbell's socket and file watch, either nil where the
 // platform (or the build) has none.
 type bellParts struct {
-	bell  platform.Bell      // nil: no transport
-	watch platform.FileWatch // nil: no file watch
+	bell    platform.Bell      // nil: no transport
+	watch   platform.FileWatch // nil: no file watch
+	bellErr error              // why a platform with a transport has no bell (logged at listen)
 }
 
 // none is the parts of a doorbell that does not listen (yet).
@@ -122,6 +123,8 @@ func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID
 		}
 		if bell, err := seams.listenBell(sideBase, holderID, file); err == nil {
 			p.bell = bell
+		} else if !errors.Is(err, platform.ErrUnsupported) {
+			p.bellErr = err
 		}
 		if wp := locks.WatchPath(); wp != "" {
 			if w, err := seams.watchFiles(wp, dbPath, b.wake); err == nil {

@@ -1,5 +1,7 @@
 package lease
 
+import "log/slog"
+
 // An engine opened with Options.TablesReady starts listening late: a
 // process that only reads never needs the doorbell's socket, its file
 // watch or the heartbeat goroutine, and a short process pays for each
@@ -45,6 +47,12 @@ func (e *Engine) listen(late bool) {
 		return
 	}
 	e.bell.listen()
+	if err := e.bell.p().bellErr; err != nil {
+		// Waiters of this process poll, and other processes cannot ask
+		// it for the lane: slower hand-offs, and restored rows naming it
+		// wait for its heartbeat.
+		e.logf(slog.LevelWarn, "cleolease: no doorbell for this process on the file; it polls", "err", err)
+	}
 	if sw := e.sidecarWatch(); sw != nil && e.proof != nil && e.proof.path != "" {
 		sw.Follow(e.proof.path) // its removal: followNonce
 	}

@@ -1126,6 +1126,12 @@ func (w *simWorld) failRecv() string {
 
 // replaceSidecar removes the sidecar while processes run: a process that
 // opens from now on creates and locks a new one (the next generation).
+// The running engines notice as they would without a file watch (the
+// simulated OS has none): at a registration naming a generation they do
+// not see, or within TTL/3 (the heartbeat's look); with a watch the
+// report only marks the move due for the next lease use (issue 39:
+// nothing in the user's directory is created from a background
+// goroutine's report).
 func (w *simWorld) replaceSidecar() string {
 	o := w.os
 	o.mu.Lock()
