@@ -73,6 +73,7 @@ func (c *claimRun) await(ctx context.Context, bound <-chan time.Time, fallback *
 			case r != nil && r.h.ID == l.e.holderID && c.handedToUs(r.epoch):
 				// Handed to us inside the previous holder's transaction,
 				// which also removed our queue row.
+				c.handed = true
 				return &grant{id: r.id, epoch: r.epoch, at: time.Now()}, false, nil
 			case r != nil && r.h.ID == l.e.holderID:
 				// Names this process, but was not handed to this claim

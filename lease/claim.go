@@ -39,6 +39,10 @@ type claimRun struct {
 	// transaction, inline.go — would otherwise be read and tried again
 	// without a pause).
 	afterBusy bool
+	// handed: the grant was written for this claim by another holder (a
+	// hand-off), whose grant datagram brings the registrations it passes
+	// on (see run's end).
+	handed bool
 }
 
 // saw records a look of this claim at the lane's row r (nil: no active
@@ -102,6 +106,15 @@ func (c *claimRun) run(ctx context.Context, bound <-chan time.Time, opts Acquire
 		// just before quit released it: the lane settles (settle.go).
 		settle := g == nil && c.unsettled && !l.e.os.holes.forgetLateGrant
 		l.mu.Lock()
+		if g != nil && c.handed && !l.claimSlot.incoming {
+			// Found by reading the row before the hand-off's grant
+			// datagram arrived: the registrations the previous holder
+			// passes on come with it. This hold's hand-off first gathers
+			// the registrations of the processes that want the lane
+			// (gather), so that they are served in their order, not
+			// raced for a lane released as if nobody waited.
+			g.gatherBy.Store(-1)
+		}
 		l.claimSlot.endLocked(g != nil, settle)
 		start := settle && l.settler.quitLocked(c.quitSeen)
 		l.mu.Unlock()
@@ -296,6 +309,7 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 				return err
 			}
 			g = &grant{id: active.id, epoch: active.epoch, at: time.Now()}
+			cr.handed = true
 			return nil
 		}
 		cr.saw(active)

@@ -52,6 +52,7 @@ func (c *claimRun) confirmInTx(ctx context.Context, cf Confirmer) (*grant, error
 		return nil, nil
 	}
 	l.e.stats.Confirmed.Add(1)
+	c.handed = true
 	return &grant{id: id, epoch: epoch, at: time.Now()}, nil
 }
 

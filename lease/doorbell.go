@@ -67,7 +67,7 @@ type doorbell struct {
 	// withGrant when they came with a grant to this process.
 	onWait func(r registration, withGrant bool)
 	// onGrant learns that (scope, lane) was granted to this process
-	// (before the registrations that came with the grant).
+	// (after the registrations that came with the grant).
 	onGrant func(scope, lane string)
 	// onLook learns that a waiter of (scope, lane) should look again.
 	onLook func(scope, lane string)
@@ -197,6 +197,11 @@ func (b *doorbell) dispatch(msg []byte) {
 	}
 	var regs []registration
 	granted := msg[0] == 'G'
+	// A grant is told after the registrations that came with it: a claim
+	// that learns of its grant (onGrant) finds them in the lane's inbox
+	// already, for its hold's hand-off (see claimRun.run's end).
+	var grantScope, grantLane string
+	var grantTold bool
 	switch {
 	case msg[0] == 'q':
 		reply, scope, lane, err := decodeQuery(msg)
@@ -218,8 +223,8 @@ func (b *doorbell) dispatch(msg []byte) {
 		if err != nil {
 			return
 		}
-		if grant && b.onGrant != nil {
-			b.onGrant(scope, lane)
+		if grant {
+			grantScope, grantLane, grantTold = scope, lane, true
 		}
 		regs, granted = rs, grant
 	case msg[0] != 'G' && msg[0] != 'W':
@@ -228,9 +233,7 @@ func (b *doorbell) dispatch(msg []byte) {
 	case n > 1 && msg[0] == 'G' && msg[1] == '{':
 		var g grantMsg
 		if json.Unmarshal(msg[1:], &g) == nil {
-			if b.onGrant != nil {
-				b.onGrant(g.Scope, g.Lane)
-			}
+			grantScope, grantLane, grantTold = g.Scope, g.Lane, true
 			regs = g.Regs
 		}
 	case n > 1 && msg[1] == '[':
@@ -245,6 +248,9 @@ func (b *doorbell) dispatch(msg []byte) {
 		if r.ID != "" && b.onWait != nil {
 			b.onWait(r, granted)
 		}
+	}
+	if grantTold && b.onGrant != nil {
+		b.onGrant(grantScope, grantLane)
 	}
 	if granted {
 		b.granted.Add(1)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // laneState is one (scope, lane) of an Engine: it composes the parts that
@@ -161,6 +162,13 @@ func (l *laneState) shutdown() {
 		return
 	}
 	if g != nil && !g.lost.Load() {
+		if g.gathering(time.Now()) {
+			// The registrations its hand-off must order may still be on
+			// their way (a grant found before its datagram: claimRun.run;
+			// an inline grant others wanted): a process that closes right
+			// after its hold waits for them too, at most inlineGather.
+			l.gather(g)
+		}
 		l.handOff(g, "released at close")
 	}
 	l.mu.Lock()
