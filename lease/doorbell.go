@@ -74,6 +74,9 @@ type doorbell struct {
 	// onQuery answers a status query: who waits for (scope, lane), to be
 	// sent to the engine named reply (see answerQuery).
 	onQuery func(reply, scope, lane string)
+	// onDBChange learns of a change of the database file the watch
+	// reported (set before listen; nil: nothing to do).
+	onDBChange func()
 }
 
 // registration is what a waiter sends the holder of its lane instead of
@@ -127,7 +130,7 @@ func newDoorbell(seams osSeams, locks platform.Locks, sideBase, dbPath, holderID
 			p.bellErr = err
 		}
 		if wp := locks.WatchPath(); wp != "" {
-			if w, err := seams.watchFiles(wp, dbPath, b.wake); err == nil {
+			if w, err := seams.watchFiles(wp, dbPath, b.changed); err == nil {
 				p.watch = w
 			}
 		}
@@ -263,6 +266,16 @@ func (b *doorbell) wait() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.ch
+}
+
+// changed is the file watch's report: waiters look again, and the engine
+// checks its database file when the report is about it (onDBChange: a
+// file gone or replaced silences this doorbell at once).
+func (b *doorbell) changed() {
+	b.wake()
+	if f := b.onDBChange; f != nil && b.dbChanged() {
+		f()
+	}
 }
 
 func (b *doorbell) wake() {
@@ -443,6 +456,24 @@ func (b *doorbell) clearDB() {
 
 // close stops receiving (the receiving goroutine ends) and watching, and
 // waits for the receiving goroutine.
+// silence closes the doorbell's socket (and ends its receiving
+// goroutine) once the engine's database file is gone or replaced: the
+// socket is named after the file's inode, which the file system may give
+// to a new file at once (ext4 does), and a new engine of this process on
+// that file must be able to bind the name, and other processes must find
+// it, not this engine, which answers nothing any more. Safe from the
+// receiving goroutine itself; close still runs at the engine's Close.
+func (b *doorbell) silence() {
+	b.closeDone.Do(func() {
+		if b.done != nil {
+			close(b.done)
+		}
+	})
+	if p := b.p(); p.bell != nil {
+		p.bell.Close()
+	}
+}
+
 func (b *doorbell) close() {
 	b.closeDone.Do(func() {
 		if b.done != nil {

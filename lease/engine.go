@@ -403,6 +403,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registration, e.grantArrived, e.lookArrived, e.answerQuery)
+	e.bell.onDBChange = func() { e.checkFile(true) } // a removal silences the doorbell (markFileGone)
 	e.conn = &leaseConnector{dsn: e.opts.DSN, base: e.opts.Base}
 	e.store.conn = e.conn
 	if e.opts.TablesReady {
@@ -486,6 +487,15 @@ func (e *Engine) FileChanged() error { return e.checkFile(false) }
 // the kernel reported a rename, unlink or link-count change of the file
 // (or when there is no watch, as in the portable tier). Acquire uses it on the fast path; a claim
 // always stats.
+// markFileGone records that the engine's database file is gone or
+// replaced (checkFile), and silences its doorbell, named after the file's
+// inode, which a new file may reuse (doorbell.silence).
+func (e *Engine) markFileGone() {
+	if !e.fileGone.Swap(true) && e.bell != nil {
+		e.bell.silence()
+	}
+}
+
 func (e *Engine) checkFile(always bool) error {
 	if e.opts.MemoryOnly {
 		return nil
@@ -509,7 +519,7 @@ func (e *Engine) checkFile(always bool) error {
 	}
 	fi, err := statFile(e.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		e.fileGone.Store(true)
+		e.markFileGone()
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged, Reason: err.Error()}
 	}
 	if err != nil {
@@ -519,7 +529,7 @@ func (e *Engine) checkFile(always bool) error {
 		return &Error{Op: "check", Path: e.path, Err: err}
 	}
 	if fi.ID.Dev != e.dev || fi.ID.Ino != e.ino {
-		e.fileGone.Store(true)
+		e.markFileGone()
 		return &Error{Op: "check", Path: e.path, Err: ErrFileChanged,
 			Reason: fmt.Sprintf("inode %d is now %d", e.ino, fi.ID.Ino)}
 	}
