@@ -230,7 +230,8 @@ func writesTakeTheLease(t *testing.T, db *sql.DB, dsn string) {
 		_, err := db.ExecContext(wctx, `INSERT INTO settings VALUES (?, 'here')`, "after-"+lane)
 		cancel()
 		if err != nil {
-			t.Fatalf("a write on lane %s in this process: %v", lane, err)
+			st, serr := cleolease.Status(context.Background(), db)
+			t.Fatalf("a write on lane %s in this process: %v; status: %+v (%v)", lane, err, st, serr)
 		}
 	}
 	c := startChild(t, "lt-write", dsn+"&_lease_mode=require&_lease_wait=5s", proctest.GoraceNoExitSleep())

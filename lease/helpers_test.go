@@ -219,7 +219,12 @@ func runRole(role string) int {
 	case "wait":
 		h, err := e.Acquire(ctx, "s", "l", opts)
 		if err != nil {
-			fmt.Println("ERR", err, "(doorbell bound:", e.bell.p().bell != nil, ")")
+			var le *Error
+			holder := ""
+			if errors.As(err, &le) {
+				holder = le.Holder
+			}
+			fmt.Println("ERR", err, "(waited on:", holder, "; doorbell bound:", e.bell.p().bell != nil, ")")
 			return 1
 		}
 		if err := fencedWrite(ctx, db, h, os.Getenv("CLEOLEASE_NAME")); err != nil {
