@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
 	"github.com/cleocode/cleolease"
+	"github.com/cleocode/cleolease/internal/platform"
 	"github.com/cleocode/cleolease/internal/proctest"
 	"github.com/cleocode/cleolease/internal/testdir"
 )
@@ -248,11 +250,14 @@ func startDumpApp(t *testing.T, path string, running bool) (stop func()) {
 	t.Helper()
 	c := startChild(t, "dump-app", "file:"+path+"?_lease_linger=1h")
 	c.expect("ready")
+	var once sync.Once
 	stop = func() {
-		c.send("exit")
-		if err := c.Cmd.Wait(); err != nil {
-			t.Errorf("the application's exit: %v", err)
-		}
+		once.Do(func() {
+			c.send("exit")
+			if err := c.Cmd.Wait(); err != nil {
+				t.Errorf("the application's exit: %v", err)
+			}
+		})
 	}
 	if !running {
 		stop()
@@ -286,6 +291,13 @@ func TestExportImportEveryTable(t *testing.T) {
 				}
 				importEveryTable(t, db, exp, true)
 				checkAppRows(t, db)
+				if dst != src && !platform.RefusesUnbound {
+					// A copy's rows naming a live holder of the original
+					// wait for it where its absence cannot be proven
+					// (README "Backups and exports": open a copy once its
+					// original's holders are gone).
+					stop()
+				}
 				writesTakeTheLease(t, db, "file:"+dst+"?_lease_linger=0")
 			})
 		}
@@ -323,6 +335,9 @@ func TestDumpReloadedIsWritable(t *testing.T) {
 			}
 			db := openLeased(t, "file:"+dst)
 			checkAppRows(t, db)
+			if !platform.RefusesUnbound {
+				stop() // (see TestExportImportEveryTable)
+			}
 			writesTakeTheLease(t, db, "file:"+dst+"?_lease_linger=0")
 		})
 	}

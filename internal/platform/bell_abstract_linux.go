@@ -9,6 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// RefusesUnbound reports whether a datagram to a holder's doorbell on a
+// file is refused (ECONNREFUSED) when that holder has no doorbell bound
+// on the file: true here, where the name is abstract (no file to be
+// missing), so a refusal proves the holder's engine there does not listen.
+const RefusesUnbound = true
+
 // ListenBell binds this process's doorbell on the database file: an
 // abstract Unix datagram socket (no file, gone with the process) named
 // after the holder id and the file's device and inode. The kernel

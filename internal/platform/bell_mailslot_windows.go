@@ -12,6 +12,12 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// RefusesUnbound reports whether a datagram to a holder's doorbell on a
+// file is refused when that holder has no doorbell bound on the file:
+// false on Windows (a mailslot that does not exist is not told apart from
+// one that cannot be opened).
+const RefusesUnbound = false
+
 const pollWake = false
 
 // maxMailslotDatagram is the largest message a cleolease mailslot takes

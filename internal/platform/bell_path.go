@@ -11,6 +11,12 @@ import (
 	"path/filepath"
 )
 
+// RefusesUnbound reports whether a datagram to a holder's doorbell on a
+// file is refused when that holder has no doorbell bound on the file:
+// false here, where a doorbell is a socket file (a missing one proves
+// nothing: the liveness files' directory may have been replaced).
+const RefusesUnbound = false
+
 // MaxPathDatagram caps the portable tier's datagrams at macOS's default
 // net.local.dgram.maxdgram, so that what works on Linux works there.
 const MaxPathDatagram = 2048

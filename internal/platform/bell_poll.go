@@ -2,6 +2,10 @@
 
 package platform
 
+// RefusesUnbound reports whether a datagram to a holder's doorbell is
+// refused when none is bound: false in a build without doorbells.
+const RefusesUnbound = false
+
 const pollWake = true
 
 // ListenBell reports no datagram transport in this build (the build tag
