@@ -403,7 +403,7 @@ func (e *Engine) openStore(ctx context.Context) error {
 	}
 	e.start += "/" + mark + "/" + platform.UID() // see holderStart
 	e.bell = newDoorbell(e.os, locks, base, e.path, e.holderID, platform.FileID{Dev: e.dev, Ino: e.ino}, e.registration, e.grantArrived, e.lookArrived, e.answerQuery)
-	e.bell.onDBChange = func() { e.checkFile(true) } // a removal silences the doorbell (markFileGone)
+	e.bell.onDBChange = e.dbFileChanged // a removal silences the doorbell (markFileGone)
 	e.conn = &leaseConnector{dsn: e.opts.DSN, base: e.opts.Base}
 	e.store.conn = e.conn
 	if e.opts.TablesReady {
@@ -487,6 +487,21 @@ func (e *Engine) FileChanged() error { return e.checkFile(false) }
 // the kernel reported a rename, unlink or link-count change of the file
 // (or when there is no watch, as in the portable tier). Acquire uses it on the fast path; a claim
 // always stats.
+// dbFileChanged is the file watch's report of a change of the database
+// file, on the watch's goroutine: a file gone or replaced silences the
+// doorbell at once (markFileGone), and the callers' next check reports
+// it. One stat (platform.Stat: not the seams checkFile reads, which tests
+// set from their own goroutine).
+func (e *Engine) dbFileChanged() {
+	if e.opts.MemoryOnly || e.fileGone.Load() {
+		return
+	}
+	fi, err := platform.Stat(e.path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && (fi.ID.Dev != e.dev || fi.ID.Ino != e.ino) {
+		e.markFileGone()
+	}
+}
+
 // markFileGone records that the engine's database file is gone or
 // replaced (checkFile), and silences its doorbell, named after the file's
 // inode, which a new file may reuse (doorbell.silence).
