@@ -76,7 +76,7 @@ func TestSimulationFindsPidnsBug(t *testing.T) {
 // frees a lane, and nobody is killed (a dead holder's lane is reclaimed).
 func simReopen(seed int64, steps int) simConfig {
 	return simConfig{seed: seed, steps: steps, procs: 3, journal: "WAL", stops: true, liveness: true, reopen: true, reopenEvery: 5,
-		faults: simFaults{workers: true, restore: true, locker: true}, steal: 2, kill: -1, noBreak: true}
+		faults: simFaults{workers: true, restore: true}, closeLocked: true, steal: 2, kill: -1, noBreak: true}
 }
 
 // TestSimulationFindsLeftRowBug: with issue 38 item 2's fixes reverted
@@ -92,7 +92,7 @@ func TestSimulationFindsLeftRowBug(t *testing.T) {
 		return c
 	}
 	simFindsBug(t, "a row naming a live process whose engine does not listen",
-		withHoles(cfg, holes{noLeftRowSweep: true, ignoreRefusal: true}), 12, 10000, simStuck, simStarved)
+		withHoles(cfg, holes{noLeftRowSweep: true, ignoreRefusal: true}), 24, 10000, simStuck, simStarved)
 }
 
 // TestSimulationBugConfigurationsRunClean: each configuration that

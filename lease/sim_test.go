@@ -197,6 +197,10 @@ type simConfig struct {
 	// that) before they use a lease again, as a process that reads.
 	reopen      bool
 	reopenEvery int
+	// closeLocked: half the Closes of a process that reopens while it
+	// holds the lane run while a tool holds SQLite's write lock (as with
+	// faults.locker, without the tool's other takes of the lock).
+	closeLocked bool
 	// reopenReads: every reopened engine opens with TablesReady and only
 	// reads for a while (the configuration of the seeded revert of issue
 	// 38 item 2, which such an engine's rows stall).
@@ -534,7 +538,7 @@ func (w *simWorld) reopen(p *simProc, h *Hold, rng *rand.Rand) bool {
 		w.os.mu.Unlock()
 	}
 	var tool *sql.DB
-	if h != nil && w.cfg.faults.locker && rng.Intn(2) == 0 {
+	if h != nil && (w.cfg.faults.locker || w.cfg.closeLocked) && rng.Intn(2) == 0 {
 		// A tool outside cleolease holds SQLite's write lock across the
 		// Close: its hand-off cannot take it in time and leaves the row.
 		if db, err := sql.Open("sqlite3", w.dsn); err == nil {
