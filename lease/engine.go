@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -138,6 +139,7 @@ type Engine struct {
 	conn     *leaseConnector // the connector of the engine's own connection (db)
 	pinned   atomic.Int64    // 1 + conn's pin under which the identity was found (see pinsPath); 0: none
 	bell     *doorbell
+	turn     *writeTurn // the file's write turn (writeturn.go)
 
 	store storePool // the pool of conn's one connection (db)
 	clock Clock
@@ -299,6 +301,7 @@ func openWith(ctx context.Context, opts Options, seams osSeams) (*Engine, error)
 		clock: opts.Clock, log: opts.Logger,
 		lanes: map[laneKey]*laneState{}, refs: 1, os: seams, followKick: make(chan struct{}, 1),
 	}
+	e.turn = newWriteTurn(e.kernelTurn)
 	e.hbCtx, e.hbStop = context.WithCancel(context.Background())
 	if f := openHook; f != nil {
 		e.setHook(f)
@@ -612,6 +615,7 @@ func (e *Engine) Close() error {
 	}
 	e.hbStop()
 	e.wg.Wait()
+	e.turn.close()
 	err := e.store.close()
 	if e.bell != nil {
 		e.bell.close()
@@ -740,6 +744,14 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	if err := e.checkFile(false); err != nil {
 		return err
 	}
+	// The write turn first, as for every leased write transaction: the
+	// caller's transactions of other lanes are then waited for in the
+	// kernel, not by polling SQLite's write lock.
+	t, err := e.turn.take(ctx, engineTurnLocal, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	defer t.End()
 	c, err := e.db().Conn(ctx)
 	if err != nil {
 		return err

@@ -31,6 +31,9 @@ type leaseConn struct {
 	fence       map[string]driver.Stmt // the fencing checks, prepared (fenceQuerier)
 	closed      bool
 	engine      *lease.Engine // the connector's, cached at first use
+	// turn is the file's write turn this connection's write transaction
+	// holds (turn.go); nil when it holds none.
+	turn *lease.WriteTurn
 	// exposed: the application reached the base's connection
 	// (OuterConn.Base), so no lease write runs on it (passInCommit).
 	exposed atomic.Bool

@@ -29,7 +29,10 @@ type leasedWrite struct {
 // runs once, whichever goroutine calls it first: a transaction may end on
 // another goroutine than the one that began it, as when database/sql rolls
 // back after the transaction's context ends).
-func (w *leasedWrite) release() { releaseHold(w.h) }
+func (w *leasedWrite) release() {
+	w.lc.endTurn()
+	releaseHold(w.h)
+}
 
 // startWrite takes the lease for a write of class k made with ctx. A
 // transaction (tx true) always opens BEGIN IMMEDIATE, with or without a
@@ -56,11 +59,21 @@ func (lc *leaseConn) startWrite(ctx context.Context, k class, tx bool) (leasedWr
 			return leasedWrite{}, err
 		}
 		w := leasedWrite{lc: lc, h: h, fenced: tx || (k.fenceable && h != nil)}
+		if h != nil && !h.Begun() {
+			// The lane's lease is held: now the file's write turn
+			// (taken already when the grant was confirmed inside the
+			// caller's BEGIN, h.Begun).
+			if err := lc.takeTurn(ctx); err != nil {
+				releaseHold(h)
+				return leasedWrite{}, err
+			}
+		}
 		if !w.fenced {
 			return w, nil
 		}
 		if h == nil || !h.Begun() {
 			if err := lc.beginImmediate(ctx, h != nil && h.Claimed()); err != nil {
+				lc.endTurn()
 				releaseHold(h)
 				return leasedWrite{}, lc.c.writeError(err)
 			}
@@ -204,7 +217,17 @@ type confirmConn struct{ lc *leaseConn }
 
 // BeginImmediate opens the write transaction as startWrite would after a
 // claim.
-func (c confirmConn) BeginImmediate(ctx context.Context) error { return c.lc.beginImmediate(ctx, true) }
+// It takes the file's write turn first (the lane is granted by now).
+func (c confirmConn) BeginImmediate(ctx context.Context) error {
+	if err := c.lc.takeTurn(ctx); err != nil {
+		return err
+	}
+	if err := c.lc.beginImmediate(ctx, true); err != nil {
+		c.lc.endTurn()
+		return err
+	}
+	return nil
+}
 
 // QueryContext reads inside that transaction (the statements prepared
 // once per connection, see fenceQuerier).
@@ -224,8 +247,18 @@ type inlineConn struct{ confirmConn }
 
 // TryBeginImmediate opens the write transaction only if SQLite's write
 // lock is free now (busy_timeout 0 for the one try, the user's restored).
-func (c inlineConn) TryBeginImmediate(ctx context.Context) (bool, error) {
+// The file's write turn is only tried too: the lane is not held yet, and
+// nothing waits for the turn before its lane (turn.go).
+func (c inlineConn) TryBeginImmediate(ctx context.Context) (begun bool, err error) {
 	lc := c.lc
+	if !lc.tryTurn() {
+		return false, nil
+	}
+	defer func() {
+		if !begun {
+			lc.endTurn()
+		}
+	}()
 	bg := context.WithoutCancel(ctx)
 	busyMS, err := lc.busyTimeout(bg)
 	if err != nil {
@@ -261,6 +294,7 @@ func (lc *leaseConn) rollback() {
 	if !lc.autoCommit() {
 		lc.Conn.ExecContext(context.Background(), "ROLLBACK", nil)
 	}
+	lc.endTurn()
 }
 
 // commitFenced checks the lease inside the transaction (f: nil without a
@@ -299,7 +333,11 @@ func (lc *leaseConn) commitFenced(f *lease.Fencing) error {
 			pass = p
 		}
 	}
-	if _, err := lc.Conn.ExecContext(ctx, "COMMIT", nil); err != nil {
+	_, err := lc.Conn.ExecContext(ctx, "COMMIT", nil)
+	if err == nil || lc.autoCommit() {
+		lc.endTurn()
+	}
+	if err != nil {
 		lc.rollback()
 		if pass != nil {
 			pass.Failed()

@@ -63,9 +63,28 @@ func (r fileRanges) test(start, n int64, write bool) (bool, error) {
 	return testRange(r.f, start, n, write)
 }
 
+// The sidecar's layout: every byte the processes lock or use, in one
+// place. Only the arrival counter is data; nobody reads or writes the
+// other bytes (on Windows locked bytes cannot be read).
+//
+//	offset               length      what                                   lock
+//	8                    1           tierByte: a portable-tier process     shared, its life (tier_linux.go)
+//	16                   8           the arrival counter (data)            exclusive while counting
+//	1<<12                MaxKinds    kindOffset+kind: SQLite's lock kind   shared, its life (Announce)
+//	1<<13                1           turnByte: the file's write turn       exclusive, one transaction (Turn)
+//	1<<20 .. 1<<46       1 each      a process's lifetime lock at its slot exclusive, its life
+//	1<<47 + h·2^46       2^46 each   a lane's want region (h < 2^16, the   shared, while it waits (SetWant)
+//	                                 lane's hash), one byte base+slot each
+//
+// A new use takes bytes below 1<<20 that no row above names.
+
 // ticketOffset holds the sidecar's arrival counter (8 bytes, little
 // endian).
 const ticketOffset = 16
+
+// turnByte is the sidecar byte a process locks exclusively while it holds
+// the file's write turn (Turn).
+const turnByte = 1 << 13
 
 // TicketOffset is where the arrival counter lives in the sidecar, for
 // tests that write rows naming it.
@@ -184,6 +203,15 @@ func OpenLocksReadOnly(dbPath string) (Locks, error) {
 }
 
 func (s *byteLocks) Slot() int64       { return s.slot }
+
+// Turn returns the write turn on turnByte of this sidecar (nil for a
+// read-only Locks, which takes no lock).
+func (s *byteLocks) Turn() Turn {
+	if s.slot == 0 {
+		return nil
+	}
+	return byteTurn{s.f}
+}
 func (s *byteLocks) Mark() string      { return s.mark }
 func (s *byteLocks) WatchPath() string { return s.path }
 
@@ -472,3 +500,18 @@ const Portable = false
 // lock in the liveness locks' files, so when they do not exist no such
 // process has the database open.
 const KeepsLocks = true
+
+// byteTurn is the write turn as an exclusive lock on turnByte of the
+// sidecar's open file f.
+type byteTurn struct{ f *os.File }
+
+func (t byteTurn) Try() (bool, error) {
+	err := lockRange(t.f, turnByte, 1, true)
+	if err == errBusy {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (t byteTurn) Wait() error { return waitRange(t.f, turnByte, 1) }
+func (t byteTurn) Drop() error { return unlockRange(t.f, turnByte, 1) }

@@ -38,6 +38,7 @@ type flockLocks struct {
 	mark   string
 	life   *os.File // nil for a read-only Locks
 	ticket *os.File
+	turn   *os.File // the write turn's file (nil for a read-only Locks)
 	tier   func() // leaves the tier (tier_linux.go); nil elsewhere
 
 	mu       sync.Mutex
@@ -109,9 +110,46 @@ func openLockDir(dbPath string, mode fs.FileMode, slot int64) (*flockLocks, erro
 	if err != nil {
 		return fail(err)
 	}
+	s.turn, err = os.OpenFile(filepath.Join(s.dir, "turn"), os.O_RDWR|os.O_CREATE, mode.Perm())
+	if err != nil {
+		return fail(err)
+	}
 	s.sweep()
 	return s, nil
 }
+
+// Turn returns the write turn: an exclusive flock on the file "turn" of
+// the lock directory, which is never removed (nil for a read-only Locks).
+func (s *flockLocks) Turn() Turn {
+	if s.turn == nil {
+		return nil
+	}
+	return flockTurn{s.turn}
+}
+
+// flockTurn is the write turn as an exclusive flock on the open file f.
+type flockTurn struct{ f *os.File }
+
+func (t flockTurn) Try() (bool, error) {
+	err := flock(t.f, unix.LOCK_EX)
+	if err == unix.EWOULDBLOCK {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Wait blocks in flock(2) (restarted after a signal, Go's handlers being
+// SA_RESTART).
+func (t flockTurn) Wait() error {
+	for {
+		err := unix.Flock(int(t.f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (t flockTurn) Drop() error { return unix.Flock(int(t.f.Fd()), unix.LOCK_UN) }
 
 // flockTest reports whether a shared flock on another open file of the
 // file at path would fail (someone holds an exclusive one); tests replace
@@ -620,6 +658,9 @@ func (s *flockLocks) Close() error {
 	}
 	if s.ticket != nil {
 		s.ticket.Close()
+	}
+	if s.turn != nil {
+		s.turn.Close() // the file stays, for the other processes
 	}
 	if s.tier != nil {
 		s.tier()

@@ -227,6 +227,12 @@ func (f *followLocks) Mark() string      { return f.newest().Mark() }
 func (f *followLocks) WatchPath() string { return f.newest().WatchPath() }
 func (f *followLocks) NextTicket() int64 { return f.newest().NextTicket() }
 
+// Turn is the write turn of the newest generation, where the processes
+// that followed the liveness files meet (a process that has not followed
+// a move yet meets the others only at SQLite's busy handler until it
+// does).
+func (f *followLocks) Turn() Turn { return TurnOf(f.newest()) }
+
 // Probe is Held when any file shows the lifetime lock, Released when the
 // file whose mark the holder recorded shows it released (only that
 // generation answers Released), else Unknown.

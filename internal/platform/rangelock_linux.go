@@ -32,6 +32,19 @@ func lockRange(f *os.File, start, n int64, write bool) error {
 	return err
 }
 
+// waitRange takes a write lock on the n bytes from start, waiting while
+// another open file holds a conflicting one (F_OFD_SETLKW: the kernel
+// restarts the wait after a signal, Go's handlers being SA_RESTART).
+func waitRange(f *os.File, start, n int64) error {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: start, Len: n}
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLKW, &lk)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
 // unlockRange drops this open file's locks on the n bytes from start.
 func unlockRange(f *os.File, start, n int64) error {
 	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: start, Len: n}

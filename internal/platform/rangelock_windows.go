@@ -37,6 +37,13 @@ func lockRange(f *os.File, start, n int64, write bool) error {
 	return err
 }
 
+// waitRange takes an exclusive lock on the n bytes from start, waiting
+// while another handle holds a conflicting one (LockFileEx without
+// LOCKFILE_FAIL_IMMEDIATELY on a synchronous handle blocks the thread).
+func waitRange(f *os.File, start, n int64) error {
+	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, uint32(n), uint32(n>>32), overlapped(start))
+}
+
 // unlockRange drops this handle's lock on the n bytes from start.
 func unlockRange(f *os.File, start, n int64) error {
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, uint32(n), uint32(n>>32), overlapped(start))
