@@ -29,7 +29,7 @@ import (
 // lane while it holds the turn (an inline claim only tries it, see
 // Engine.TryTurn).
 type writeTurn struct {
-	own   chan struct{}         // capacity 1: full while a goroutine owns the turn
+	own   chan struct{}        // capacity 1: full while a goroutine owns the turn
 	locks func() platform.Turn // the kernel lock (nil result: none; in-process only)
 
 	mu      sync.Mutex

@@ -68,4 +68,3 @@ func (lc *leaseConn) endTurn() {
 		t.End()
 	}
 }
-

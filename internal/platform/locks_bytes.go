@@ -202,7 +202,7 @@ func OpenLocksReadOnly(dbPath string) (Locks, error) {
 	return &byteLocks{path: p, f: f, r: fileRanges{f}, mark: mark}, nil
 }
 
-func (s *byteLocks) Slot() int64       { return s.slot }
+func (s *byteLocks) Slot() int64 { return s.slot }
 
 // Turn returns the write turn on turnByte of this sidecar (nil for a
 // read-only Locks, which takes no lock).

@@ -39,7 +39,7 @@ type flockLocks struct {
 	life   *os.File // nil for a read-only Locks
 	ticket *os.File
 	turn   *os.File // the write turn's file (nil for a read-only Locks)
-	tier   func() // leaves the tier (tier_linux.go); nil elsewhere
+	tier   func()   // leaves the tier (tier_linux.go); nil elsewhere
 
 	mu       sync.Mutex
 	wants    map[int64]*os.File // this process's want files, by lane base
