@@ -23,11 +23,17 @@ import (
 // never conflict on it — hence own. A blocking kernel wait cannot be
 // interrupted, so at most one runs per process: an owner whose context
 // ends leaves it behind, the next owner adopts it, and when it is granted
-// with no owner waiting the lock is dropped at once.
+// with no owner waiting the lock is dropped at once. Where waiting
+// processes announce themselves (platform.TurnQueue, Linux), one that
+// finds the turn free while another waits queues behind that one first,
+// so that a writer of a quiet lane is not overtaken at every commit of a
+// busy one.
 //
 // Lock order: a lane's lease first, then the turn; nothing waits for a
-// lane while it holds the turn (an inline claim only tries it, see
-// Engine.TryTurn).
+// lane while it holds the turn. (A claim inside the caller's transaction,
+// InlineConfirmer, waits for the turn before it holds its lane: it is
+// offered only for a lane nobody holds, wants or queues for, and no turn
+// holder waits for a lane, so no cycle forms.)
 type writeTurn struct {
 	own   chan struct{}        // capacity 1: full while a goroutine owns the turn
 	locks func() platform.Turn // the kernel lock (nil result: none; in-process only)
@@ -63,8 +69,7 @@ func newWriteTurn(kernel func() platform.Turn) *writeTurn {
 	return &writeTurn{own: make(chan struct{}, 1), locks: kernel, got: make(chan error, 1)}
 }
 
-// WriteTurn is one hold of the file's write turn (Engine.TakeTurn,
-// Engine.TryTurn). End releases it; a nil *WriteTurn holds nothing.
+// WriteTurn is one hold of the file's write turn (Engine.TakeTurn). End releases it; a nil *WriteTurn holds nothing.
 type WriteTurn struct {
 	t     *writeTurn
 	k     platform.Turn // the kernel lock held (nil: the process's part only)
@@ -99,32 +104,6 @@ func (e *Engine) TakeTurn(ctx context.Context, local func() time.Duration, cross
 	return e.turn.take(ctx, local, cross)
 }
 
-// TryTurn takes the write turn only if nobody holds it now (nil when
-// someone does): for a claim inside the caller's transaction, which must
-// not wait while it holds nothing yet.
-func (e *Engine) TryTurn() *WriteTurn { return e.turn.try() }
-
-func (t *writeTurn) try() *WriteTurn {
-	select {
-	case t.own <- struct{}{}:
-	default:
-		return nil
-	}
-	k := t.locks()
-	if k == nil {
-		return &WriteTurn{t: t}
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.closed && !t.waiting {
-		if ok, err := k.Try(); ok && err == nil {
-			return &WriteTurn{t: t, k: k}
-		}
-	}
-	<-t.own
-	return nil
-}
-
 func (t *writeTurn) take(ctx context.Context, local func() time.Duration, cross time.Duration) (*WriteTurn, error) {
 	var timer *time.Timer
 	select {
@@ -153,7 +132,12 @@ func (t *writeTurn) take(ctx context.Context, local func() time.Duration, cross 
 		return nil, nil
 	}
 	if !t.waiting {
-		ok, err := k.Try()
+		// Take a free turn at once — unless another process waits for
+		// it (platform.TurnQueue): then queue behind that one.
+		ok, err := false, error(nil)
+		if !othersWait(k) {
+			ok, err = k.Try()
+		}
 		if ok && err == nil {
 			t.mu.Unlock()
 			return &WriteTurn{t: t, k: k}, nil
@@ -192,10 +176,29 @@ func (t *writeTurn) take(ctx context.Context, local func() time.Duration, cross 
 	}
 }
 
+// othersWait reports whether another process announces that it waits for the
+// turn k (false where the Turn cannot tell).
+func othersWait(k platform.Turn) bool {
+	q, ok := k.(platform.TurnQueue)
+	if !ok {
+		return false
+	}
+	w, err := q.Wanted()
+	return err == nil && w
+}
+
 // wait is the one kernel wait of the process: its grant goes to the owner
 // that wants it, or is dropped at once.
 func (t *writeTurn) wait(k platform.Turn) {
+	q, _ := k.(platform.TurnQueue)
+	if q != nil {
+		q.Yield()
+		q.Announce(true)
+	}
 	err := k.Wait()
+	if q != nil {
+		q.Announce(false)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.waiting = false

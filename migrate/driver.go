@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +80,11 @@ func (d *dbDriver) ensureVersionTable() (err error) {
 	CREATE TABLE IF NOT EXISTS %s (version uint64,dirty bool);
   CREATE UNIQUE INDEX IF NOT EXISTS version_unique ON %s (version);
   `, d.r.o.Table, d.r.o.Table)
+	t, err := d.turn()
+	if err != nil {
+		return err
+	}
+	defer t.End()
 	_, err = d.r.db.ExecContext(ctx, query)
 	return err
 }
@@ -199,10 +205,17 @@ func (d *dbDriver) runNoTx(s *step, body []byte) error {
 		return d.failure(s, err, false)
 	}
 	d.cur = s.to
-	err := d.raw(func(sc sqlbase.Conn) error {
+	// The file's own transactions (or its autocommit statements) run
+	// inside one write turn: the whole Exec of the file.
+	t, err := d.turn()
+	if err != nil {
+		return d.failure(s, err, true)
+	}
+	err = d.raw(func(sc sqlbase.Conn) error {
 		_, err := sc.ExecContext(context.WithoutCancel(d.r.ctx), string(body), nil)
 		return err
 	})
+	t.End()
 	if err != nil {
 		// A file that failed between its BEGIN and COMMIT leaves the
 		// transaction open on the connection: roll it back.
@@ -265,6 +278,11 @@ func (d *dbDriver) versionSQL(sc sqlbase.Conn, version int, dirty bool) error {
 // error the transaction is rolled back. COMMIT and ROLLBACK do not watch
 // the context, so a cancellation never leaves the outcome unknown.
 func (d *dbDriver) tx(fn func(sc sqlbase.Conn) error) error {
+	t, err := d.turn()
+	if err != nil {
+		return err
+	}
+	defer t.End()
 	return d.raw(func(sc sqlbase.Conn) error {
 		ctx := d.r.ctx
 		bg := context.WithoutCancel(ctx)
@@ -301,6 +319,19 @@ func (d *dbDriver) tx(fn func(sc sqlbase.Conn) error) error {
 		}
 		return err
 	})
+}
+
+// turn takes the file's write turn (lease.Engine.TakeTurn) for one write
+// transaction of the migration, as every leased writer does, so that the
+// migration waits for the writers of other lanes in the kernel, not in
+// SQLite's busy handler; nil without an engine. It waits for another
+// goroutine of this process at most 5 s (then goes on without the turn),
+// for other processes as long as the context allows.
+func (d *dbDriver) turn() (*lease.WriteTurn, error) {
+	if d.r.o.Engine == nil || d.r.hold == nil {
+		return nil, nil
+	}
+	return d.r.o.Engine.TakeTurn(d.r.ctx, func() time.Duration { return 5 * time.Second }, math.MaxInt64)
 }
 
 // autoCommit reports whether sc is outside any transaction (the base's

@@ -247,12 +247,15 @@ type inlineConn struct{ confirmConn }
 
 // TryBeginImmediate opens the write transaction only if SQLite's write
 // lock is free now (busy_timeout 0 for the one try, the user's restored).
-// The file's write turn is only tried too: the lane is not held yet, and
-// nothing waits for the turn before its lane (turn.go).
+// It waits for the file's write turn first: the engine offers the inline
+// claim only for a lane nobody holds, wants or queues for, and whoever
+// holds the turn waits for no lane (turn.go), so the wait ends; the claim
+// and the caller's transaction then share one turn, where a claim
+// transaction on the engine's connection would take it once more.
 func (c inlineConn) TryBeginImmediate(ctx context.Context) (begun bool, err error) {
 	lc := c.lc
-	if !lc.tryTurn() {
-		return false, nil
+	if err := lc.takeTurn(ctx); err != nil {
+		return false, err
 	}
 	defer func() {
 		if !begun {

@@ -73,6 +73,7 @@ func (r fileRanges) test(start, n int64, write bool) (bool, error) {
 //	1<<12                MaxKinds    kindOffset+kind: SQLite's lock kind   shared, its life (Announce)
 //	1<<13                1           turnByte: the file's write turn       exclusive, one transaction (Turn)
 //	1<<20 .. 1<<46       1 each      a process's lifetime lock at its slot exclusive, its life
+//	1<<46 + slot         1 each      a process waiting for the turn       shared, while it waits (TurnQueue)
 //	1<<47 + h·2^46       2^46 each   a lane's want region (h < 2^16, the   shared, while it waits (SetWant)
 //	                                 lane's hash), one byte base+slot each
 //
@@ -85,6 +86,11 @@ const ticketOffset = 16
 // turnByte is the sidecar byte a process locks exclusively while it holds
 // the file's write turn (Turn).
 const turnByte = 1 << 13
+
+// turnWants is the start of the region where a process waiting for the
+// turn holds a shared lock on turnWants+slot (TurnQueue): above every slot
+// (below 1<<46), below every lane's want region (from 1<<47).
+const turnWants = 1 << 46
 
 // TicketOffset is where the arrival counter lives in the sidecar, for
 // tests that write rows naming it.
@@ -210,7 +216,7 @@ func (s *byteLocks) Turn() Turn {
 	if s.slot == 0 {
 		return nil
 	}
-	return byteTurn{s.f}
+	return byteTurn{s.f, s.slot}
 }
 func (s *byteLocks) Mark() string      { return s.mark }
 func (s *byteLocks) WatchPath() string { return s.path }
@@ -502,8 +508,44 @@ const Portable = false
 const KeepsLocks = true
 
 // byteTurn is the write turn as an exclusive lock on turnByte of the
-// sidecar's open file f.
-type byteTurn struct{ f *os.File }
+// sidecar's open file f, for the process at slot.
+type byteTurn struct {
+	f    *os.File
+	slot int64
+}
+
+// Wanted tests the turn's want region for another open file's lock
+// (firstLocked; false where the OS cannot tell which: Windows).
+func (t byteTurn) Wanted() (bool, error) {
+	_, ok, err := firstLocked(t.f, turnWants, turnWants)
+	return ok, err
+}
+
+// Yield waits for an exclusive lock on the first announced want's byte —
+// granted when its process drops its shared lock — and drops it at once.
+func (t byteTurn) Yield() error {
+	at, ok, err := firstLocked(t.f, turnWants, turnWants)
+	if err != nil || !ok {
+		return err
+	}
+	if err := waitRange(t.f, at, 1); err != nil {
+		return err
+	}
+	return unlockRange(t.f, at, 1)
+}
+
+// Announce takes (without waiting) or drops the shared lock on
+// turnWants+slot; a process that yields to this one may hold the byte for
+// a moment, and the announcement is then skipped (nil): it only orders.
+func (t byteTurn) Announce(on bool) error {
+	if !on {
+		return unlockRange(t.f, turnWants+t.slot, 1)
+	}
+	if err := lockRange(t.f, turnWants+t.slot, 1, false); err != errBusy {
+		return err
+	}
+	return nil
+}
 
 func (t byteTurn) Try() (bool, error) {
 	err := lockRange(t.f, turnByte, 1, true)

@@ -67,6 +67,20 @@ func testRange(f *os.File, start, n int64, write bool) (bool, error) {
 	return lk.Type != unix.F_UNLCK, nil
 }
 
+// firstLocked returns the start of a lock that another open file holds on
+// the n bytes from start (F_OFD_GETLK reports one of them), and whether
+// there is one.
+func firstLocked(f *os.File, start, n int64) (int64, bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: start, Len: n}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
+		return 0, false, err
+	}
+	if lk.Type == unix.F_UNLCK {
+		return 0, false, nil
+	}
+	return max(lk.Start, start), true, nil
+}
+
 // fileMark returns the sidecar's inode (what holder_start records), and
 // whether path still names the open file f.
 func fileMark(f *os.File, path string) (string, bool) {

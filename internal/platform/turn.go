@@ -21,6 +21,22 @@ type Turn interface {
 	Drop() error
 }
 
+// TurnQueue is implemented by the Turns whose waiting processes announce
+// themselves (the Linux tier's OFD locks), so that a process that finds
+// the turn free while another one waits for it lets that one go first:
+// the kernel wakes a waiter when the turn is dropped, but a process that
+// asks in that moment would otherwise take it first, again and again.
+type TurnQueue interface {
+	// Wanted reports whether another process announces that it waits.
+	Wanted() (bool, error)
+	// Yield waits until a process that announces that it waits no longer
+	// does (it got the turn, gave up or died); at once when none does.
+	// Like Wait, nothing interrupts it.
+	Yield() error
+	// Announce announces (on) or withdraws this process's wait.
+	Announce(on bool) error
+}
+
 // Turns is implemented by the Locks that OpenLocks returns where the OS
 // gives a blocking exclusive lock (every platform with Locks): Turn
 // returns the write turn of the newest liveness files, or nil when there
