@@ -216,6 +216,9 @@ func (s *byteLocks) Turn() Turn {
 	if s.slot == 0 {
 		return nil
 	}
+	if announcesWaiters {
+		return queuedByteTurn{byteTurn{s.f, s.slot}}
+	}
 	return byteTurn{s.f, s.slot}
 }
 func (s *byteLocks) Mark() string      { return s.mark }
@@ -514,16 +517,20 @@ type byteTurn struct {
 	slot int64
 }
 
-// Wanted tests the turn's want region for another open file's lock
-// (firstLocked; false where the OS cannot tell which: Windows).
-func (t byteTurn) Wanted() (bool, error) {
+// queuedByteTurn is byteTurn with the waiters' announcements (TurnQueue)
+// on turnWants+slot, where the OS tells which byte of a range another
+// open file locks (announcesWaiters: Linux).
+type queuedByteTurn struct{ byteTurn }
+
+// Wanted tests the turn's want region for another open file's lock.
+func (t queuedByteTurn) Wanted() (bool, error) {
 	_, ok, err := firstLocked(t.f, turnWants, turnWants)
 	return ok, err
 }
 
 // Yield waits for an exclusive lock on the first announced want's byte —
 // granted when its process drops its shared lock — and drops it at once.
-func (t byteTurn) Yield() error {
+func (t queuedByteTurn) Yield() error {
 	at, ok, err := firstLocked(t.f, turnWants, turnWants)
 	if err != nil || !ok {
 		return err
@@ -537,7 +544,7 @@ func (t byteTurn) Yield() error {
 // Announce takes (without waiting) or drops the shared lock on
 // turnWants+slot; a process that yields to this one may hold the byte for
 // a moment, and the announcement is then skipped (nil): it only orders.
-func (t byteTurn) Announce(on bool) error {
+func (t queuedByteTurn) Announce(on bool) error {
 	if !on {
 		return unlockRange(t.f, turnWants+t.slot, 1)
 	}

@@ -67,6 +67,10 @@ func testRange(f *os.File, start, n int64, write bool) (bool, error) {
 	return lk.Type != unix.F_UNLCK, nil
 }
 
+// announcesWaiters: F_OFD_GETLK tells which byte another open file locks,
+// so the write turn's waiters announce themselves (TurnQueue).
+const announcesWaiters = true
+
 // firstLocked returns the start of a lock that another open file holds on
 // the n bytes from start (F_OFD_GETLK reports one of them), and whether
 // there is one.

@@ -44,9 +44,12 @@ func waitRange(f *os.File, start, n int64) error {
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, uint32(n), uint32(n>>32), overlapped(start))
 }
 
-// firstLocked cannot tell which byte of a range another handle locks
-// (Windows has no test): it reports none, so on Windows a process that
-// finds the turn free takes it even while another one waits (TurnQueue).
+// announcesWaiters: Windows cannot tell which byte of a range another
+// handle locks (it has no test), so its write turn has no TurnQueue: a
+// process that finds the turn free takes it even while another waits.
+const announcesWaiters = false
+
+// firstLocked is never called on Windows (announcesWaiters).
 func firstLocked(f *os.File, start, n int64) (int64, bool, error) { return 0, false, nil }
 
 // unlockRange drops this handle's lock on the n bytes from start.
