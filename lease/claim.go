@@ -294,7 +294,10 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			l.countHandoff()
 		}
 	}()
-	err = l.e.tryImmediate(ctx, "claim", func(bg context.Context, c *sql.Conn) error {
+	// A grant to a writer that begins its own transaction at once (a
+	// Confirm connection: the driver's) keeps the write turn for it.
+	var keep bool
+	err = l.e.tryImmediateKeep(ctx, "claim", &keep, func(bg context.Context, c *sql.Conn) error {
 		g, rang, holderID = nil, "", ""
 		reclaimed, takenOver, reclaimWhy, claimed, handedOff = nil, nil, "", false, false
 		active, err := readActive(bg, c, l.scope, l.lane)
@@ -341,6 +344,7 @@ func (c *claimRun) attempt(ctx context.Context) (g *grant, holderID string, err 
 			if hd == nil || hd.h.ID == me.ID {
 				claimed = true
 				g, err = l.grantTo(bg, c, me, l.e.opts.TTL.Milliseconds(), grantArgs{prev: prev, dequeue: true})
+				keep = g != nil && cr.confirm != nil
 				return err
 			}
 			// Someone else is first in line: give it the lane now.

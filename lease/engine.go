@@ -709,18 +709,26 @@ func (e *Engine) immediateOp(ctx context.Context, op string, fn func(ctx context
 // and tries once more; when Open could not create them (schemaPending), it
 // creates them first.
 func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	return e.tryImmediateKeep(ctx, op, nil, fn)
+}
+
+// tryImmediateKeep is tryImmediate whose committed transaction keeps the
+// file's write turn for this process's next writer (writeTurn.keep) when
+// fn set *keep: a claim that granted the lane to a writer about to begin
+// its own transaction, which would otherwise wait for the turn again.
+func (e *Engine) tryImmediateKeep(ctx context.Context, op string, keep *bool, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if op != "bootstrap" && e.schemaPending.Load() {
 		if err := e.bootstrap(ctx); err != nil {
 			return err
 		}
 		e.schemaPending.Store(false)
 	}
-	err := e.tryImmediateOnce(ctx, op, fn)
+	err := e.tryImmediateOnce(ctx, op, keep, fn)
 	if op != "bootstrap" && missingTable(err) {
 		if err := e.recreate(ctx); err != nil {
 			return err
 		}
-		err = e.tryImmediateOnce(ctx, op, fn)
+		err = e.tryImmediateOnce(ctx, op, keep, fn)
 	}
 	for errors.Is(err, errSidecarPending) {
 		// Another nonce recorded, which the processes of this directory
@@ -729,12 +737,12 @@ func (e *Engine) tryImmediate(ctx context.Context, op string, fn func(ctx contex
 		if werr := e.awaitMovers(ctx); werr != nil {
 			return werr
 		}
-		err = e.tryImmediateOnce(ctx, op, fn)
+		err = e.tryImmediateOnce(ctx, op, keep, fn)
 	}
 	return err
 }
 
-func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+func (e *Engine) tryImmediateOnce(ctx context.Context, op string, keep *bool, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if err := e.fault(op); err != nil {
 		return err
 	}
@@ -751,7 +759,17 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 	if err != nil {
 		return err
 	}
-	defer t.End()
+	committed := false
+	defer func() {
+		if committed && keep != nil && *keep {
+			e.turn.keep(t)
+			return
+		}
+		t.End()
+	}()
+	if keep != nil {
+		*keep = false
+	}
 	c, err := e.db().Conn(ctx)
 	if err != nil {
 		return err
@@ -777,6 +795,7 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, fn func(ctx co
 		c.ExecContext(bg, "ROLLBACK")
 		return err
 	}
+	committed = true
 	e.stats.LeaseWrites.Add(1)
 	return nil
 }

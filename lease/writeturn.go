@@ -30,10 +30,9 @@ import (
 // busy one.
 //
 // Lock order: a lane's lease first, then the turn; nothing waits for a
-// lane while it holds the turn. (A claim inside the caller's transaction,
-// InlineConfirmer, waits for the turn before it holds its lane: it is
-// offered only for a lane nobody holds, wants or queues for, and no turn
-// holder waits for a lane, so no cycle forms.)
+// lane while it holds the turn (a claim inside the caller's transaction
+// only tries it: Engine.TryTurn). A claim transaction that grants the lane
+// to a writer about to begin keeps the turn for it (keep).
 type writeTurn struct {
 	own   chan struct{}        // capacity 1: full while a goroutine owns the turn
 	locks func() platform.Turn // the kernel lock (nil result: none; in-process only)
@@ -43,6 +42,8 @@ type writeTurn struct {
 	wanted  bool       // an owner waits for that wait's result (got)
 	got     chan error // the in-flight wait's result for the owner (capacity 1)
 	closed  bool       // the engine closed: a late grant is dropped
+	kept    *WriteTurn // a turn kept for this process's next writer (keep)
+	keptEnd *time.Timer
 
 	waits   atomic.Int64 // takes that waited for another process (stats)
 	bypass  atomic.Int64 // takes that gave up and went on without the turn (stats)
@@ -69,7 +70,8 @@ func newWriteTurn(kernel func() platform.Turn) *writeTurn {
 	return &writeTurn{own: make(chan struct{}, 1), locks: kernel, got: make(chan error, 1)}
 }
 
-// WriteTurn is one hold of the file's write turn (Engine.TakeTurn). End releases it; a nil *WriteTurn holds nothing.
+// WriteTurn is one hold of the file's write turn (Engine.TakeTurn,
+// Engine.TryTurn). End releases it; a nil *WriteTurn holds nothing.
 type WriteTurn struct {
 	t     *writeTurn
 	k     platform.Turn // the kernel lock held (nil: the process's part only)
@@ -104,7 +106,39 @@ func (e *Engine) TakeTurn(ctx context.Context, local func() time.Duration, cross
 	return e.turn.take(ctx, local, cross)
 }
 
+// TryTurn takes the write turn only if nobody holds it now, nor waits for
+// it (nil otherwise): for a claim inside the caller's transaction, which
+// must not wait unseen (InlineConfirmer).
+func (e *Engine) TryTurn() *WriteTurn { return e.turn.try() }
+
+func (t *writeTurn) try() *WriteTurn {
+	if w := t.takeKept(); w != nil {
+		return w
+	}
+	select {
+	case t.own <- struct{}{}:
+	default:
+		return nil
+	}
+	k := t.locks()
+	if k == nil {
+		return &WriteTurn{t: t}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed && !t.waiting && !othersWait(k) {
+		if ok, err := k.Try(); ok && err == nil {
+			return &WriteTurn{t: t, k: k}
+		}
+	}
+	<-t.own
+	return nil
+}
+
 func (t *writeTurn) take(ctx context.Context, local func() time.Duration, cross time.Duration) (*WriteTurn, error) {
+	if w := t.takeKept(); w != nil {
+		return w, nil
+	}
 	var timer *time.Timer
 	select {
 	case t.own <- struct{}{}:
@@ -228,10 +262,53 @@ func (t *writeTurn) abandon(k platform.Turn) {
 	<-t.own
 }
 
+// keptFor is how long a turn kept after a claim waits for the writer it
+// was kept for (keep): the claim's caller begins its transaction within
+// microseconds; past it the turn is dropped for the other processes.
+const keptFor = 2 * time.Millisecond
+
+// keep keeps w, a turn whose transaction (a claim that granted the lane)
+// has committed, for this process's next writer — the claim's caller,
+// about to begin its own transaction — instead of dropping it and waiting
+// for it again behind the other processes' writers. It is dropped when
+// nobody takes it within keptFor.
+func (t *writeTurn) keep(w *WriteTurn) {
+	if w == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.kept != nil {
+		w.End()
+		return
+	}
+	t.kept = w
+	t.keptEnd = time.AfterFunc(keptFor, func() {
+		if w := t.takeKept(); w != nil {
+			w.End()
+		}
+	})
+}
+
+// takeKept returns the kept turn, if any, now the caller's.
+func (t *writeTurn) takeKept() *WriteTurn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.kept
+	if w != nil {
+		t.kept = nil
+		t.keptEnd.Stop()
+	}
+	return w
+}
+
 // close makes a grant that arrives after the engine closed drop itself
 // (the kernel wait itself cannot be ended: it ends when the holder
 // releases or dies, or goes with the file when the liveness files close).
 func (t *writeTurn) close() {
+	if w := t.takeKept(); w != nil {
+		w.End()
+	}
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()

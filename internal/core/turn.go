@@ -48,6 +48,19 @@ func (lc *leaseConn) turnLocal() time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// tryTurn takes the write turn only if nobody holds it now.
+func (lc *leaseConn) tryTurn() bool {
+	if lc.turn != nil {
+		return true
+	}
+	e := lc.c.Engine()
+	if e == nil {
+		return true
+	}
+	lc.turn = e.TryTurn()
+	return lc.turn != nil
+}
+
 // endTurn releases the write turn this connection holds, if any.
 func (lc *leaseConn) endTurn() {
 	if t := lc.turn; t != nil {

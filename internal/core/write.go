@@ -247,15 +247,15 @@ type inlineConn struct{ confirmConn }
 
 // TryBeginImmediate opens the write transaction only if SQLite's write
 // lock is free now (busy_timeout 0 for the one try, the user's restored).
-// It waits for the file's write turn first: the engine offers the inline
-// claim only for a lane nobody holds, wants or queues for, and whoever
-// holds the turn waits for no lane (turn.go), so the wait ends; the claim
-// and the caller's transaction then share one turn, where a claim
-// transaction on the engine's connection would take it once more.
+// The file's write turn is only tried too: a writer that waited for it
+// here would wait unseen — no want announced, no registration — and the
+// lane's waiters would no longer be served in their order (the claim
+// transaction that follows a refusal takes the turn, and keeps it for this
+// writer: lease.Engine.TakeTurn).
 func (c inlineConn) TryBeginImmediate(ctx context.Context) (begun bool, err error) {
 	lc := c.lc
-	if err := lc.takeTurn(ctx); err != nil {
-		return false, err
+	if !lc.tryTurn() {
+		return false, nil
 	}
 	defer func() {
 		if !begun {
