@@ -247,7 +247,7 @@ func BenchmarkContention(b *testing.B) {
 	for _, level := range levels {
 		b.Run("sync="+strings.ToLower(level), func(b *testing.B) {
 			for _, l := range workload.Loads {
-				if l.Scaling && !*benchScaling || l.Short {
+				if l.Scaling && !*benchScaling || l.Short || l.Quiet {
 					continue // (Short loads start a process per write: cleolease bench runs them)
 				}
 				b.Run("load="+l.ID, func(b *testing.B) {

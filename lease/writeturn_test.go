@@ -284,3 +284,28 @@ func eventuallyTrue(t *testing.T, cond func() bool) {
 		time.Sleep(100 * time.Microsecond)
 	}
 }
+
+// A turn kept after a claim goes to the process's next writer without a
+// kernel call; one nobody takes is dropped for the other processes.
+func TestWriteTurnKept(t *testing.T) {
+	k := newFakeTurn(false)
+	wt := newWriteTurn(func() platform.Turn { return k })
+	h, _ := wt.take(context.Background(), never, time.Hour)
+	wt.keep(h)
+	h2, err := wt.take(context.Background(), func() time.Duration { return 0 }, time.Hour)
+	if h2 != h || err != nil {
+		t.Fatalf("the next writer got %p, %v; want the kept turn %p", h2, err, h)
+	}
+	if got := k.recorded(); !slices.Equal(got, []string{"try"}) {
+		t.Fatalf("calls %v; want only the first try (the kept turn changes hands in the process)", got)
+	}
+	h2.End()
+	h3, _ := wt.take(context.Background(), never, time.Hour)
+	wt.keep(h3)
+	eventuallyTrue(t, func() bool { return !k.isMine() })
+	if h := wt.try(); h == nil {
+		t.Fatal("the turn is not free after the kept one was dropped")
+	} else {
+		h.End()
+	}
+}

@@ -84,6 +84,9 @@ Loads (--only selects some; --scaling adds the 16- and 32-process ones):
   cli1      short-lived processes one after another, each a CLI command that
             starts, opens the file, runs one transaction, closes and exits
   cli8      8 loops of such processes at once (a CLI that 8 agents run)
+  2lanes    2 processes running 300 ms transactions on one lane and one
+            writer on another: the figures are that writer's, its latency
+            its wait for the first lane (cleolease's write turn)
   16x1-1ms  16 processes, 1 ms of work (scaling)
   32x1-1ms  32 processes, 1 ms of work (scaling)
 
@@ -348,6 +351,10 @@ func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, base worklo
 		specs[i] = workerSpec{Spec: workload.Spec{Index: i, Peer: peer, Base: base, Sync: sync, Workload: "counter",
 			Goroutines: l.Goroutines, Duration: d, Work: l.Work, Lane: "bench"}}
 	}
+	if l.Quiet {
+		specs = append(specs, workerSpec{Spec: workload.Spec{Index: l.Procs, Peer: peer, Base: base, Sync: sync, Workload: "counter",
+			Goroutines: 1, Duration: d, Lane: workload.QuietLane}})
+	}
 	fr := fleetRun{
 		exe:   exe,
 		specs: specs,
@@ -363,7 +370,13 @@ func benchOnce(ctx context.Context, ui *progressUI, l workload.Load, base worklo
 		return benchSample{}, err
 	}
 	s := benchSample{load: workload.Summarize(results, l.Goroutines, d)}
-	if s.lost, err = workload.VerifyCounter(ctx, mattn.For(nil), path, s.load.Commits); err != nil {
+	acked := s.load.Commits
+	if l.Quiet {
+		// The figures are the quiet lane's writer's; the data holds all.
+		quiet := slices.DeleteFunc(slices.Clone(results), func(r workload.Result) bool { return r.Index != l.Procs })
+		s.load = workload.Summarize(quiet, 1, d)
+	}
+	if s.lost, err = workload.VerifyCounter(ctx, mattn.For(nil), path, acked); err != nil {
 		ui.done("failed")
 		return s, err
 	}

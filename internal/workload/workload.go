@@ -274,7 +274,16 @@ type Load struct {
 	// Short makes each write a process of its own (a CLI command): the
 	// figures are per invocation, start to exit.
 	Short bool `json:"short,omitempty"`
+	// Quiet adds one process writing without work on lane QuietLane
+	// beside the Procs processes of lane "bench": the figures are that
+	// process's alone, its latency its wait for the other lane's
+	// transactions (lanes meet only at SQLite's write lock, which the
+	// write turn orders: issue 41).
+	Quiet bool `json:"quiet,omitempty"`
 }
+
+// QuietLane is the lane of a Quiet load's extra process.
+const QuietLane = "quiet"
 
 // Loads are the benchmark loads of "cleolease bench" and
 // BenchmarkContention (the targets of the project's issues 8, 15 and 29).
@@ -285,6 +294,7 @@ var Loads = []Load{
 	{ID: "8x1-1ms", Name: "8 processes × 1 goroutine, 1 ms work in each tx", Procs: 8, Goroutines: 1, Work: time.Millisecond},
 	{ID: "cli1", Name: "short-lived processes one at a time: start, open, one tx, close, exit (a CLI)", Procs: 1, Goroutines: 1, Short: true},
 	{ID: "cli8", Name: "8 loops of short-lived processes at once (a CLI that 8 agents run)", Procs: 8, Goroutines: 1, Short: true},
+	{ID: "2lanes", Name: "2 processes × 300 ms transactions on lane bench, 1 writer on lane quiet (the figures are its)", Procs: 2, Goroutines: 1, Work: 300 * time.Millisecond, Quiet: true},
 	{ID: "16x1-1ms", Name: "16 processes × 1 goroutine, 1 ms work in each tx", Procs: 16, Goroutines: 1, Work: time.Millisecond, Scaling: true},
 	{ID: "32x1-1ms", Name: "32 processes × 1 goroutine, 1 ms work in each tx", Procs: 32, Goroutines: 1, Work: time.Millisecond, Scaling: true},
 }
