@@ -1,0 +1,1 @@
+CREATE TABLE m2(x);
