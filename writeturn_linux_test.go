@@ -12,6 +12,7 @@ import (
 
 	"github.com/cleocode/cleolease"
 	"github.com/cleocode/cleolease/internal/platform"
+	"github.com/cleocode/cleolease/internal/testdir"
 )
 
 func init() {
@@ -91,7 +92,7 @@ func roleTurnWrite() int {
 // as blocked on the turn (/proc/locks) before the holder commits, so the
 // two overlap whatever the scheduling.
 func TestLanesTakeTheWriteTurn(t *testing.T) {
-	dir := t.TempDir()
+	dir := testdir.New(t)
 	path := filepath.Join(dir, "app.db")
 	dsn := "file:" + path + "?_journal_mode=WAL&_busy_timeout=1"
 	db, err := sql.Open("cleolease", dsn)

@@ -140,6 +140,10 @@ type simOS struct {
 	sidecar  int              // the sidecar's current generation (a process opening now locks it)
 	wants    map[simWant]bool // want bytes held
 	tickets  map[int]int64    // each generation's arrival counter
+	// turns is each sidecar generation's write turn: the open file
+	// (simLocks) that holds it (platform.Turn; the kernel drops it when
+	// its process dies or the file closes).
+	turns map[int]*simLocks
 	inflight []simDatagram
 	dgSeq    int64
 	arrived  chan struct{} // a goroutine of a running process parked at a gate
@@ -172,7 +176,7 @@ func (d simDatagram) kind() byte {
 }
 
 func newSimOS() *simOS {
-	return &simOS{wants: map[simWant]bool{}, tickets: map[int]int64{}, everyone: map[string]*simProc{}, byPID: map[int64]*simProc{},
+	return &simOS{wants: map[simWant]bool{}, tickets: map[int]int64{}, turns: map[int]*simLocks{}, everyone: map[string]*simProc{}, byPID: map[int64]*simProc{},
 		arrived: make(chan struct{}, 1), exitWatches: map[int64]map[int64]func(){}}
 }
 
@@ -273,7 +277,7 @@ func (o *simOS) runnable() []*simGate {
 	defer o.mu.Unlock()
 	var out []*simGate
 	for _, g := range o.parked {
-		if !g.p.paused {
+		if !g.p.paused && !o.turnBlockedLocked(g) {
 			out = append(out, g)
 		}
 	}
@@ -345,6 +349,11 @@ func (o *simOS) kill(p *simProc) {
 	}
 	o.parked = rest
 	o.dropWantsLocked(p)
+	for gen, l := range o.turns {
+		if l.p == p {
+			delete(o.turns, gen)
+		}
+	}
 	if !p.closed {
 		p.closed = true
 		close(p.inbox)
@@ -536,6 +545,11 @@ func (l *simLocks) Close() error {
 	l.o.mu.Lock()
 	defer l.o.mu.Unlock()
 	l.o.dropWantsLocked(l.p)
+	for gen, h := range l.o.turns {
+		if h == l {
+			delete(l.o.turns, gen)
+		}
+	}
 	l.p.locked = false
 	return nil
 }
@@ -739,3 +753,74 @@ func (p *simProc) describe() string {
 type simClock struct{ skew atomic.Int64 }
 
 func (c *simClock) Now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+
+// Turn is the write turn of p's newest sidecar generation, held by this
+// open file (platform.Turns).
+func (l *simLocks) Turn() platform.Turn {
+	l.o.mu.Lock()
+	defer l.o.mu.Unlock()
+	return simTurn{l: l, gen: l.p.sidecar}
+}
+
+// simTurn is platform.Turn in the simulated world: a blocking Wait is a
+// goroutine parked at the gate "os/turnwait", which the scheduler does not
+// release while another open file holds the turn (turnBlockedLocked), so a
+// process stopped while it holds the turn holds up every lane's writers.
+type simTurn struct {
+	l   *simLocks
+	gen int
+}
+
+// Try is one atomic step of the kernel's: no gate (an engine opens before
+// the scheduler runs, and its bootstrap takes the turn).
+func (t simTurn) Try() (bool, error) {
+	o := t.l.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.takeTurnLocked(t), nil
+}
+
+func (t simTurn) Wait() error {
+	o := t.l.o
+	for {
+		if err := o.gate(t.l.p, "os/turnwait"); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		ok := o.takeTurnLocked(t)
+		o.mu.Unlock()
+		if ok {
+			return nil
+		}
+	}
+}
+
+func (t simTurn) Drop() error {
+	o := t.l.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.turns[t.gen] == t.l {
+		delete(o.turns, t.gen)
+	}
+	return nil
+}
+
+// takeTurnLocked gives t's open file the turn when nobody else holds it.
+func (o *simOS) takeTurnLocked(t simTurn) bool {
+	if h := o.turns[t.gen]; h != nil && h != t.l {
+		return false
+	}
+	o.turns[t.gen] = t.l
+	return true
+}
+
+// turnBlockedLocked reports whether g waits for a turn that another open
+// file holds (the kernel would not wake it).
+func (o *simOS) turnBlockedLocked(g *simGate) bool {
+	if g.op != "os/turnwait" {
+		return false
+	}
+	gen := g.p.sidecar
+	h := o.turns[gen]
+	return h != nil && h.p != g.p
+}

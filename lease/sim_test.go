@@ -611,7 +611,7 @@ func (w *simWorld) help(p *simProc, rng *rand.Rand) {
 			continue // the next gate ends a dead process
 		}
 		w.helping(p, 0, 1)
-		w.write(p, db, nil, h, rng, true)
+		w.write(p, db, nil, h, rng, true, nil)
 		time.Sleep(time.Duration(rng.Intn(3)) * time.Millisecond)
 		if w.os.gate(p, "help/release") != nil {
 			return // dead: no release
@@ -675,11 +675,13 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 		// inside its transaction (InlineConfirmer), as the driver does.
 		opts := AcquireOptions{Wait: 3 * simTTL, Require: true}
 		var first *sql.Conn
+		var cf *simTurnConfirmer
 		if !w.cfg.noInline && rng.Intn(2) == 0 {
 			if c, err := db.Conn(context.Background()); err == nil {
 				first = c
 				c.Raw(func(dc any) error {
-					opts.Confirm = rawInline{rawConfirmer{dc.(*sqlite3.SQLiteConn)}}
+					cf = &simTurnConfirmer{rawInline: rawInline{rawConfirmer{dc.(*sqlite3.SQLiteConn)}}, e: p.engine()}
+					opts.Confirm = cf
 					return nil
 				})
 			}
@@ -688,6 +690,7 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 		w.acquired(p, err == nil)
 		cancel()
 		if err != nil && first != nil {
+			cf.endTurn()
 			first.Close()
 		}
 		if err != nil {
@@ -712,13 +715,18 @@ func (w *simWorld) work(p *simProc, rng *rand.Rand) {
 			continue // the next gate ends a dead process
 		}
 		for n := 1 + rng.Intn(3); n > 0; n-- {
-			ok := w.write(p, db, first, h, rng, n == 1)
+			var turn *WriteTurn
+			if first != nil {
+				turn = cf.turn // taken with the caller's BEGIN (h.Begun)
+			}
+			ok := w.write(p, db, first, h, rng, n == 1, turn)
 			first = nil // (write closed it)
 			if !ok {
 				break
 			}
 		}
 		if first != nil {
+			cf.endTurn()
 			first.Close()
 		}
 		rest := time.Duration(rng.Intn(3)) * time.Millisecond // the rest of the hold
@@ -766,8 +774,9 @@ const (
 // offered (AcquireOptions.Confirm), closed by write: when the Hold is
 // Begun its transaction is already open there, and a grant claimed in it
 // (Hold.Inline) is settled before the COMMIT (Fencing.EndInline).
-func (w *simWorld) write(p *simProc, db *sql.DB, c *sql.Conn, h *Hold, rng *rand.Rand, last bool) bool {
+func (w *simWorld) write(p *simProc, db *sql.DB, c *sql.Conn, h *Hold, rng *rand.Rand, last bool, turn *WriteTurn) bool {
 	ctx := context.Background()
+	defer turn.End()
 	if c == nil {
 		var err error
 		if c, err = db.Conn(ctx); err != nil {
@@ -777,6 +786,12 @@ func (w *simWorld) write(p *simProc, db *sql.DB, c *sql.Conn, h *Hold, rng *rand
 	defer c.Close()
 	var err error
 	begun := h.Begun()
+	if !begun && turn == nil {
+		// The file's write turn, as the driver takes it: after the lane,
+		// before BEGIN IMMEDIATE, until the transaction ends.
+		turn, _ = p.engine().TakeTurn(ctx, func() time.Duration { return 5 * time.Second }, 3*simTTL)
+		defer turn.End()
+	}
 	if begun && w.os.gate(p, "data/begun") != nil {
 		c.ExecContext(ctx, "ROLLBACK")
 		return false
@@ -880,6 +895,53 @@ func (w *simWorld) write(p *simProc, db *sql.DB, c *sql.Conn, h *Hold, rng *rand
 	}
 	f.Committed()
 	return true
+}
+
+// simTurnConfirmer is rawInline taking the file's write turn as the
+// driver's connection does (internal/core: confirmConn, inlineConn): with
+// the BEGIN a grant is confirmed in, and only tried for an inline claim.
+type simTurnConfirmer struct {
+	rawInline
+	e    *Engine
+	turn *WriteTurn
+}
+
+func (c *simTurnConfirmer) BeginImmediate(ctx context.Context) error {
+	if c.turn == nil {
+		t, err := c.e.TakeTurn(ctx, func() time.Duration { return 5 * time.Second }, 3*simTTL)
+		if err != nil {
+			return err
+		}
+		c.turn = t
+	}
+	if err := c.rawInline.BeginImmediate(ctx); err != nil {
+		c.endTurn()
+		return err
+	}
+	return nil
+}
+
+func (c *simTurnConfirmer) TryBeginImmediate(ctx context.Context) (bool, error) {
+	if c.turn == nil {
+		if c.turn = c.e.TryTurn(); c.turn == nil {
+			return false, nil
+		}
+	}
+	begun, err := c.rawInline.TryBeginImmediate(ctx)
+	if !begun {
+		c.endTurn()
+	}
+	return begun, err
+}
+
+func (c *simTurnConfirmer) Rollback() {
+	c.rawInline.Rollback()
+	c.endTurn()
+}
+
+func (c *simTurnConfirmer) endTurn() {
+	c.turn.End()
+	c.turn = nil
 }
 
 // recommit commits the write so far (recording the row at that COMMIT)
