@@ -143,7 +143,7 @@ type simOS struct {
 	// turns is each sidecar generation's write turn: the open file
 	// (simLocks) that holds it (platform.Turn; the kernel drops it when
 	// its process dies or the file closes).
-	turns map[int]*simLocks
+	turns    map[int]*simLocks
 	inflight []simDatagram
 	dgSeq    int64
 	arrived  chan struct{} // a goroutine of a running process parked at a gate
