@@ -73,6 +73,17 @@
 // quit, and a row that names this process is adopted, and handed on or
 // released by the linger watcher.
 //
+// Lanes meet at SQLite's one write lock, which orders nobody: so every
+// write transaction under a Hold, and each of the engine's own lease
+// transactions, also takes the file's write turn (writeturn.go) just
+// before its BEGIN IMMEDIATE and drops it when it ends — one exclusive
+// kernel lock per file (platform.Turn), behind one owner per process, with
+// one uninterruptible kernel wait per process that a writer whose context
+// ends leaves to the next. Lock order: the lane, then the turn; nobody
+// waits for a lane while holding the turn (an inline claim only tries
+// it). A writer of another lane thus waits in the kernel and wakes when
+// the transaction ends, instead of polling in SQLite's busy handler.
+//
 // When the turn ends is the turn's business (turn.go). Within its slice
 // (Options.Slice, counted from the grant) a holder keeps the lane for
 // more of this process's work while another process waits: writers
@@ -321,6 +332,8 @@ package lease
 //   - gate.go: gate, the in-process gate (sync.Mutex's normal and
 //     starvation modes), and the lane's tryEnter
 //     and leave built on it;
+//   - writeturn.go: writeTurn, the file's write turn in this process
+//     (one per engine, not per lane: every lane of the file shares it);
 //   - heldrow.go: grant and heldRow, the row this process holds, its
 //     Hold's depth and idle time; turn.go: turn, when a commit inside the
 //     slice keeps the lane;

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -755,7 +754,7 @@ func (e *Engine) tryImmediateOnce(ctx context.Context, op string, keep *bool, fn
 	// The write turn first, as for every leased write transaction: the
 	// caller's transactions of other lanes are then waited for in the
 	// kernel, not by polling SQLite's write lock.
-	t, err := e.turn.take(ctx, engineTurnLocal, math.MaxInt64)
+	t, err := e.turn.take(ctx, engineTurnLocal, -1)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,8 @@ func (w *WriteTurn) End() {
 
 // TakeTurn takes the file's write turn for one write transaction,
 // honouring ctx. It waits at most local for another goroutine of this
-// process that owns it, and at most cross for another process that holds
+// process that owns it, and at most cross (negative: no bound but ctx) for
+// another process that holds
 // it; past either bound (or when the kernel lock fails) it returns nil
 // and a nil error: the write goes on without the turn and meets SQLite's
 // busy handler as it would without cleolease. That keeps a goroutine
@@ -190,8 +191,12 @@ func (t *writeTurn) take(ctx context.Context, local func() time.Duration, cross 
 	t.wanted = true
 	t.mu.Unlock()
 	t.waits.Add(1)
-	timer = time.NewTimer(cross)
-	defer timer.Stop()
+	var bound <-chan time.Time // nil (never ready): no bound but ctx
+	if cross >= 0 {
+		timer = time.NewTimer(cross)
+		defer timer.Stop()
+		bound = timer.C
+	}
 	select {
 	case err := <-t.got:
 		if err != nil {
@@ -203,7 +208,7 @@ func (t *writeTurn) take(ctx context.Context, local func() time.Duration, cross 
 	case <-ctx.Done():
 		t.abandon(k)
 		return nil, ctx.Err()
-	case <-timer.C:
+	case <-bound:
 		t.abandon(k)
 		t.bypass.Add(1)
 		return nil, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -331,7 +330,7 @@ func (d *dbDriver) turn() (*lease.WriteTurn, error) {
 	if d.r.o.Engine == nil || d.r.hold == nil {
 		return nil, nil
 	}
-	return d.r.o.Engine.TakeTurn(d.r.ctx, func() time.Duration { return 5 * time.Second }, math.MaxInt64)
+	return d.r.o.Engine.TakeTurn(d.r.ctx, func() time.Duration { return 5 * time.Second }, -1)
 }
 
 // autoCommit reports whether sc is outside any transaction (the base's
