@@ -37,7 +37,10 @@ import (
 //     until it resumes, its TTL passes under StealAfterTTL, or a Break;
 //   - SQLite's write lock is held when the sleep begins: at a sleep no
 //     process that is not stopped has a step to take, so a stopped one
-//     holds it (parked inside a transaction), and every writer waits;
+//     holds it (parked inside a transaction), and every writer waits; or
+//     a stopped process holds the file's write turn (taken just before
+//     BEGIN IMMEDIATE, dropped when the transaction ends), which every
+//     writer of every lane waits for likewise;
 //   - the active row names a dead holder whose liveness no waiter can
 //     tell (its lock is in a sidecar generation the waiters do not see,
 //     and its pid is in another pid namespace), until its heartbeat is
@@ -269,6 +272,11 @@ func (w *simWorld) sleepExcuse() simExcuse {
 	s := w.stall.cur
 	locked := sync.OnceValue(w.writeLocked)
 	const lock = "a stopped process holds the write lock"
+	// The file's write turn (writeturn.go) is taken just before BEGIN
+	// IMMEDIATE and dropped when the transaction ends: a process stopped
+	// while it holds the turn holds up every writer of every lane, as one
+	// stopped inside its transaction does.
+	const turn = "a stopped process holds the write turn"
 	var ex simExcuse
 	switch {
 	case !s.wanted:
@@ -278,6 +286,8 @@ func (w *simWorld) sleepExcuse() simExcuse {
 		ex.lane = "every waiter stopped"
 	case locked():
 		ex.lane = lock
+	case w.os.turnStopped():
+		ex.lane = turn
 	}
 	switch {
 	case !s.unaware:
@@ -285,6 +295,8 @@ func (w *simWorld) sleepExcuse() simExcuse {
 		ex.unaware = "the unaware holder is stopped"
 	case locked():
 		ex.unaware = lock
+	case w.os.turnStopped():
+		ex.unaware = turn
 	}
 	return ex
 }
@@ -347,8 +359,8 @@ func (w *simWorld) checkLive(step int, r *simRow) {
 	}
 	if w.stall.stuck > simStuckBound && !w.stall.reported {
 		w.stall.reported = true
-		w.res.violate(step, "%s: wanted by %s and held by no process for %v of simulated time since step %d (row: %s)",
-			simStuck, s.waiters, w.stall.stuck, w.stall.since, s.row)
+		w.res.violate(step, "%s: wanted by %s and held by no process for %v of simulated time since step %d (row: %s; write turn: %s)",
+			simStuck, s.waiters, w.stall.stuck, w.stall.since, s.row, w.os.turnHolders())
 	}
 }
 

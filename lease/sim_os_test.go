@@ -824,3 +824,32 @@ func (o *simOS) turnBlockedLocked(g *simGate) bool {
 	h := o.turns[gen]
 	return h != nil && h.p != g.p
 }
+
+// turnHolders names the process holding each generation's write turn, for
+// a violation's report.
+func (o *simOS) turnHolders() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, gen := range slices.Sorted(maps.Keys(o.turns)) {
+		l := o.turns[gen]
+		out = append(out, fmt.Sprintf("generation %d: p%d (dead %v, paused %v, closed %v)", gen, l.p.idx, l.p.dead, l.p.paused, l.p.closed))
+	}
+	if len(out) == 0 {
+		return "free"
+	}
+	return strings.Join(out, ", ")
+}
+
+// turnStopped reports whether a stopped (paused, not dead) process holds
+// a write turn.
+func (o *simOS) turnStopped() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range o.turns {
+		if l.p.paused && !l.p.dead {
+			return true
+		}
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,10 @@ type writeTurn struct {
 	bypass  atomic.Int64 // takes that gave up and went on without the turn (stats)
 	adopted atomic.Int64 // kernel waits one owner left and the next adopted (stats)
 }
+
+// errTurnClosed is a kernel wait's result when the engine closed while it
+// ran (the owner goes on without the turn).
+var errTurnClosed = errors.New("cleolease: the engine closed while waiting for the write turn")
 
 // engineTurnLocal bounds how long the engine's own lease transactions wait
 // for a goroutine of this process that owns the turn (go-sqlite3's default
@@ -241,8 +246,16 @@ func (t *writeTurn) wait(k platform.Turn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.waiting = false
-	if t.wanted && !t.closed {
+	if t.wanted {
+		// The owner waiting for it gets the result — unless the engine
+		// closed meanwhile: then the grant is dropped and the owner goes
+		// on without the turn (its lease transaction meets the closed
+		// engine).
 		t.wanted = false
+		if t.closed && err == nil {
+			k.Drop()
+			err = errTurnClosed
+		}
 		t.got <- err
 		return
 	}
