@@ -309,3 +309,29 @@ func TestWriteTurnKept(t *testing.T) {
 		h.End()
 	}
 }
+
+// A writer waiting for the kernel lock when the engine closes is not left
+// waiting: the grant is dropped and it goes on without the turn.
+func TestWriteTurnGrantAfterClose(t *testing.T) {
+	k := newFakeTurn(true)
+	wt := newWriteTurn(func() platform.Turn { return k })
+	got := make(chan *WriteTurn)
+	go func() {
+		h, _ := wt.take(context.Background(), never, -1)
+		got <- h
+	}()
+	<-k.waiting
+	eventuallyTrue(t, func() bool {
+		wt.mu.Lock()
+		defer wt.mu.Unlock()
+		return wt.wanted
+	})
+	wt.close()
+	close(k.release)
+	if h := <-got; h != nil {
+		t.Fatal("a turn granted after Close was handed out")
+	}
+	if k.isMine() {
+		t.Fatal("the grant after Close is still held")
+	}
+}
