@@ -9,6 +9,8 @@
 //
 // -migrations names the golang-migrate files (default: two, in testdata). The
 // database is a temporary file, WAL, synchronous=NORMAL, busy_timeout 5 s.
+//
+//snippet:nocompile go build
 package main
 
 import (
