@@ -27,6 +27,11 @@ import (
 type byteLocks struct {
 	path string
 	f    *os.File
+	// turnF is the open file the write turn is locked through: f on
+	// Linux; a handle of its own on Windows (turnFile), where a blocking
+	// LockFileEx on a synchronous handle holds up every other request on
+	// that handle until it is granted.
+	turnF *os.File
 	r    ranges // the OS's locks on f (a model of another OS's in tests)
 	slot int64
 	mark string
@@ -154,7 +159,7 @@ func openSidecar(dbPath string, mode fs.FileMode, slot int64) (*byteLocks, error
 			f.Close()
 			return nil, err
 		}
-		return &byteLocks{path: p, f: f, r: fileRanges{f}, slot: slot, mark: mark}, nil
+		return &byteLocks{path: p, f: f, r: fileRanges{f}, slot: slot, mark: mark, turnF: turnFile(f, p)}, nil
 	}
 	if busy {
 		return nil, fmt.Errorf("lock sidecar %s: %w", p, errBusy)
@@ -217,9 +222,9 @@ func (s *byteLocks) Turn() Turn {
 		return nil
 	}
 	if announcesWaiters {
-		return queuedByteTurn{byteTurn{s.f, s.slot}}
+		return queuedByteTurn{byteTurn{s.turnF, s.slot}}
 	}
-	return byteTurn{s.f, s.slot}
+	return byteTurn{s.turnF, s.slot}
 }
 func (s *byteLocks) Mark() string      { return s.mark }
 func (s *byteLocks) WatchPath() string { return s.path }
@@ -486,6 +491,9 @@ func (s *byteLocks) raiseTicket(floor int64) {
 // process followed away from (Follower) is never removed, since its path
 // now names the sidecar its peers use.
 func (s *byteLocks) Close() error {
+	if s.turnF != nil && s.turnF != s.f {
+		s.turnF.Close()
+	}
 	if s.slot != 0 && removable(s.f, s.slot) {
 		// Nobody else holds a byte of it: safe to remove. A process that
 		// opens it right now and locks the removed file sees that the path

@@ -67,6 +67,10 @@ func testRange(f *os.File, start, n int64, write bool) (bool, error) {
 	return lk.Type != unix.F_UNLCK, nil
 }
 
+// turnFile is the open file the write turn is locked through: the
+// sidecar's own (an OFD lock's blocking wait holds up nothing else).
+func turnFile(f *os.File, path string) *os.File { return f }
+
 // announcesWaiters: F_OFD_GETLK tells which byte another open file locks,
 // so the write turn's waiters announce themselves (TurnQueue).
 const announcesWaiters = true

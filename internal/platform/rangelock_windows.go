@@ -44,6 +44,24 @@ func waitRange(f *os.File, start, n int64) error {
 	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK, 0, uint32(n), uint32(n>>32), overlapped(start))
 }
 
+// turnFile opens a handle of its own for the write turn: a blocking
+// LockFileEx on a synchronous handle holds up the handle's other requests
+// (the lifetime lock's probes, the wants) until it is granted. It falls
+// back to f when the path no longer names f's file (or cannot be opened).
+func turnFile(f *os.File, path string) *os.File {
+	t, err := openSidecarFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return f
+	}
+	a, errA := handleID(windows.Handle(f.Fd()))
+	b, errB := handleID(windows.Handle(t.Fd()))
+	if errA != nil || errB != nil || a != b {
+		t.Close()
+		return f
+	}
+	return t
+}
+
 // announcesWaiters: Windows cannot tell which byte of a range another
 // handle locks (it has no test), so its write turn has no TurnQueue: a
 // process that finds the turn free takes it even while another waits.
