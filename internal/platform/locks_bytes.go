@@ -32,9 +32,9 @@ type byteLocks struct {
 	// LockFileEx on a synchronous handle holds up every other request on
 	// that handle until it is granted.
 	turnF *os.File
-	r    ranges // the OS's locks on f (a model of another OS's in tests)
-	slot int64
-	mark string
+	r     ranges // the OS's locks on f (a model of another OS's in tests)
+	slot  int64
+	mark  string
 
 	mu    sync.Mutex
 	wants map[int64]bool // the bases of the lanes this process announces a want for
