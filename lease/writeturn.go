@@ -98,13 +98,13 @@ func (w *WriteTurn) End() {
 
 // TakeTurn takes the file's write turn for one write transaction,
 // honouring ctx. It waits at most local for another goroutine of this
-// process that owns it, and at most cross (negative: no bound but ctx) for
-// another process that holds
-// it; past either bound (or when the kernel lock fails) it returns nil
-// and a nil error: the write goes on without the turn and meets SQLite's
-// busy handler as it would without cleolease. That keeps a goroutine
-// whose transaction holds the turn and which then writes on another
-// connection from waiting for itself. ctx's error when ctx ends first.
+// process that owns it, and at most cross (negative: no bound but ctx)
+// for another process that holds it; past either bound (or when the
+// kernel lock fails) it returns nil and a nil error: the write goes on
+// without the turn and meets SQLite's busy handler as it would without
+// cleolease. That keeps a goroutine whose transaction holds the turn and
+// which then writes on another connection from waiting for itself. ctx's
+// error when ctx ends first.
 //
 // local is called only when another goroutine owns the turn (the driver
 // reads the connection's busy_timeout then, not on every write).
