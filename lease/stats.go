@@ -108,6 +108,12 @@ type Stats struct {
 	// level, "cleolease: wait ended by its context", with the path, scope,
 	// lane, time waited and the holder that kept the lane.
 	Abandoned int64
+	// TurnWaits counts the write transactions that waited for another
+	// process's write turn (writeturn.go); TurnAdopted, the kernel waits a
+	// writer took over from one whose context ended; TurnBypassed, the
+	// writes that went on without the turn past a bound (busy_timeout for
+	// another goroutine of the process, _lease_wait for another process).
+	TurnWaits, TurnAdopted, TurnBypassed int64
 	// Waits is a histogram of the time grants waited: Waits[i] counts the
 	// grants that waited at most 100µs, 1ms, 10ms, 100ms, 1s and 10s for
 	// i = 0 … 5; Waits[6] counts longer waits.
@@ -125,6 +131,7 @@ func (e *Engine) Stats() Stats {
 		Abandoned: s.Abandoned.Load(), ReclaimUnknown: s.ReclaimUnknown.Load(),
 		PassedInCommit: s.PassedInCommit.Load(), LeaseWrites: s.LeaseWrites.Load(),
 		Confirmed: s.Confirmed.Load(), HintsRefused: s.HintsRefused.Load(), InlineClaims: s.InlineClaims.Load(),
+		TurnWaits: e.turn.waits.Load(), TurnAdopted: e.turn.adopted.Load(), TurnBypassed: e.turn.bypass.Load(),
 	}
 	for i := range s.waitBuckets {
 		out.Waits[i] = s.waitBuckets[i].Load()

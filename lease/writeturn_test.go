@@ -148,11 +148,7 @@ func TestWriteTurnAbandonedWaitIsAdopted(t *testing.T) {
 	// The second writer must be waiting for the one wait before the
 	// other process releases: it is, once it owns the process's part and
 	// has marked itself as wanting the result.
-	eventuallyTrue(t, func() bool {
-		wt.mu.Lock()
-		defer wt.mu.Unlock()
-		return wt.wanted
-	})
+	waitWanted(t, wt)
 	close(k.release)
 	h := <-got
 	if h == nil || !k.isMine() {
@@ -321,11 +317,7 @@ func TestWriteTurnGrantAfterClose(t *testing.T) {
 		got <- h
 	}()
 	<-k.waiting
-	eventuallyTrue(t, func() bool {
-		wt.mu.Lock()
-		defer wt.mu.Unlock()
-		return wt.wanted
-	})
+	waitWanted(t, wt)
 	wt.close()
 	close(k.release)
 	if h := <-got; h != nil {
@@ -334,4 +326,14 @@ func TestWriteTurnGrantAfterClose(t *testing.T) {
 	if k.isMine() {
 		t.Fatal("the grant after Close is still held")
 	}
+}
+
+// waitWanted waits until a writer of wt waits for the kernel wait's result.
+func waitWanted(t *testing.T, wt *writeTurn) {
+	t.Helper()
+	eventuallyTrue(t, func() bool {
+		wt.mu.Lock()
+		defer wt.mu.Unlock()
+		return wt.wanted
+	})
 }

@@ -11,17 +11,7 @@ import (
 // process (their locks belong to the open file): one holds it, the
 // other's Try fails and its Wait ends only once the holder drops it.
 func TestTurnBetweenTwoOpenFiles(t *testing.T) {
-	db := newDB(t)
-	a, err := OpenLocks(db, 0o644, SlotFor("a"))
-	if err != nil || a == nil {
-		t.Fatalf("open a: %v %v", a, err)
-	}
-	defer a.Close()
-	b, err := OpenLocks(db, 0o644, SlotFor("b"))
-	if err != nil || b == nil {
-		t.Fatalf("open b: %v %v", b, err)
-	}
-	defer b.Close()
+	a, b := twoLocks(t)
 	ta, tb := TurnOf(a), TurnOf(b)
 	if ta == nil || tb == nil {
 		t.Fatal("no write turn on a Locks of this platform")
@@ -61,14 +51,7 @@ func TestTurnBetweenTwoOpenFiles(t *testing.T) {
 // (TurnQueue): another sees it, yields until it withdraws, and sees no
 // one after.
 func TestTurnQueue(t *testing.T) {
-	db := newDB(t)
-	a, _ := OpenLocks(db, 0o644, SlotFor("a"))
-	b, _ := OpenLocks(db, 0o644, SlotFor("b"))
-	if a == nil || b == nil {
-		t.Fatal("no Locks")
-	}
-	defer a.Close()
-	defer b.Close()
+	a, b := twoLocks(t)
 	qa, ok := TurnOf(a).(TurnQueue)
 	// Only the Linux tier announces waiters (F_OFD_GETLK tells which
 	// byte is locked); on Windows and the portable tier a free turn goes
@@ -108,4 +91,24 @@ func TestTurnQueue(t *testing.T) {
 	if w, _ := qb.Wanted(); w {
 		t.Fatal("a's withdrawn announcement still seen")
 	}
+}
+
+// twoLocks opens two Locks of one database, two processes as far as their
+// locks can tell; they close at the end of the test.
+func twoLocks(t *testing.T) (a, b Locks) {
+	t.Helper()
+	db := newDB(t)
+	for i, slot := range []string{"a", "b"} {
+		l, err := OpenLocks(db, 0o644, SlotFor(slot))
+		if err != nil || l == nil {
+			t.Fatalf("open %s: %v %v", slot, l, err)
+		}
+		t.Cleanup(func() { l.Close() })
+		if i == 0 {
+			a = l
+		} else {
+			b = l
+		}
+	}
+	return a, b
 }
